@@ -266,6 +266,10 @@ class IndexJob(Base):
     # --sync / --no-sync as asked (migration 0011); None: the source's default (a folder
     # syncs, a file does not). Its resume hint repeats it.
     sync: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    # A worker job's planner task as sent (``PreparedJob.to_dict()`` without its id, JSON;
+    # migration 0012), for the workers' sweeper to send again where the broker lost it; None for
+    # a job run by this process or sent by an older Facet.
+    plan: Mapped[str | None] = mapped_column(Text, default=None)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")

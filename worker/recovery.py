@@ -19,6 +19,12 @@ A Redis that loses its data (``FLUSHALL``, a restart without AOF) loses every qu
 task the same way; the sweeper sends those again too, and logs one line per job, with the count,
 naming both causes (it cannot tell them apart).
 
+A planner task (``facet.index_job``) is lost the same ways, and its job waited `queued` for
+ever; a worker on another database also drops one it sent back ``OTHER_DATABASE_RETRIES``
+times. Each worker job keeps its planner task's payload (``IndexJob.plan``): a queued job that
+no worker planned, whose task is in no queue and no worker holds in two sweeps, has it sent
+again (a duplicate is harmless: a planner finds a plan made and goes on with it).
+
 Only Redis brokers are swept (the transport with this window); others are left alone.
 """
 
@@ -29,10 +35,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from app.remote import INDEX_CHUNK_TASK
+from app.remote import INDEX_CHUNK_TASK, INDEX_JOB_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +50,8 @@ PRIORITY_SEP = "\x06\x16"  # kombu's separator of a queue's priority lists
 Chunk = tuple[int, int]
 
 
-def chunk_of(raw: bytes | str) -> Chunk | None:
-    """``(job id, number)`` of a stored ``facet.index_chunk`` message, else None.
+def _task_of(raw: bytes | str) -> tuple[str, list[Any]] | None:
+    """``(task name, args)`` of a stored message, else None.
 
     ``raw`` is a queue list entry (the message) or an unacked hash value (``[message,
     exchange, routing key]``).
@@ -54,20 +60,37 @@ def chunk_of(raw: bytes | str) -> Chunk | None:
         message = json.loads(raw)
         if isinstance(message, list):
             message = message[0]
-        if (message.get("headers") or {}).get("task") != INDEX_CHUNK_TASK:
-            return None
+        task = (message.get("headers") or {}).get("task")
         body = message["body"]
         if (message.get("properties") or {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
         args = json.loads(body)[0]  # task protocol 2: [args, kwargs, embed]
-        return int(args[0]), int(args[1])
+        return (task, args) if isinstance(task, str) and isinstance(args, list) else None
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
 
 
-def broker_chunks(client: Any, queues: Iterable[str] = ("index",), page: int = 1000) -> set[Chunk]:
-    """Every chunk task the Redis broker holds: waiting in a queue or unacknowledged."""
-    found: set[Chunk] = set()
+def chunk_of(raw: bytes | str) -> Chunk | None:
+    """``(job id, number)`` of a stored ``facet.index_chunk`` message, else None."""
+    found = _task_of(raw)
+    try:
+        return (int(found[1][0]), int(found[1][1])) if found and found[0] == INDEX_CHUNK_TASK \
+            else None
+    except (ValueError, TypeError, IndexError):
+        return None
+
+
+def planned_job_of(raw: bytes | str) -> int | None:
+    """The job id of a stored ``facet.index_job`` (planner) message, else None."""
+    found = _task_of(raw)
+    try:
+        return int(found[1][0]["job_id"]) if found and found[0] == INDEX_JOB_TASK else None
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+
+
+def _stored(client: Any, queues: Iterable[str], page: int) -> Iterator[bytes | str]:
+    """Every message the Redis broker holds for ``queues``: waiting, or unacknowledged."""
     keys: list[Any] = []
     for queue in queues:
         keys.append(queue)
@@ -76,15 +99,33 @@ def broker_chunks(client: Any, queues: Iterable[str] = ("index",), page: int = 1
         start = 0
         while True:
             items = client.lrange(key, start, start + page - 1)
-            found.update(c for c in map(chunk_of, items) if c is not None)
+            yield from items
             if len(items) < page:
                 break
             start += page
-    for raw in client.hvals(UNACKED_KEY):
+    yield from client.hvals(UNACKED_KEY)
+
+
+def broker_tasks(client: Any, queues: Iterable[str] = ("index",),
+                 page: int = 1000) -> tuple[set[Chunk], set[int]]:
+    """The chunk tasks and the jobs of the planner tasks the Redis broker holds: waiting in a
+    queue or unacknowledged."""
+    chunks: set[Chunk] = set()
+    planners: set[int] = set()
+    for raw in _stored(client, queues, page):
         chunk = chunk_of(raw)
         if chunk is not None:
-            found.add(chunk)
-    return found
+            chunks.add(chunk)
+            continue
+        job = planned_job_of(raw)
+        if job is not None:
+            planners.add(job)
+    return chunks, planners
+
+
+def broker_chunks(client: Any, queues: Iterable[str] = ("index",), page: int = 1000) -> set[Chunk]:
+    """Every chunk task the Redis broker holds: waiting in a queue or unacknowledged."""
+    return broker_tasks(client, queues, page)[0]
 
 
 def number_ranges(numbers: Iterable[int]) -> str:
@@ -104,6 +145,13 @@ def number_ranges(numbers: Iterable[int]) -> str:
 # Both ways a chunk task is lost: nothing tells the sweeper which one it was.
 _LOST_CAUSES = ("lost with a worker killed as it took {it} off the queue, or with the broker's "
                 "data (a Redis flushed, or restarted without AOF persistence)")
+
+
+def lost_plan_message(job_id: int) -> str:
+    """The sweeper's log line for the planner task of job ``job_id`` it sends again."""
+    return (f"job {job_id}: its planner task is in no queue and no worker holds it: "
+            f"{_LOST_CAUSES.format(it='it')}, or dropped by a worker on another database; sent "
+            "again")
 
 
 def lost_message(job_id: int, numbers: list[int]) -> str:
@@ -128,34 +176,38 @@ class OrphanSweeper:
     """
 
     def __init__(self, client: Any, sessions: Any, send: Callable[[int, int], None],
-                 interval: float, name: str = "worker") -> None:
+                 interval: float, name: str = "worker",
+                 send_plan: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.client = client
         self.sessions = sessions
         self.send = send
+        self.send_plan = send_plan
         self.interval = interval
         self.name = name
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sweep(self, now: float | None = None) -> list[Chunk]:
-        """One sweep; the chunks re-sent."""
-        from app.services.distributed import stalled_chunks
+        """One sweep; the chunks re-sent (and the planner tasks, with ``send_plan``)."""
+        from app.services.distributed import stalled_chunks, unplanned_jobs
 
         now = time.time() if now is None else now
         waiting = stalled_chunks(self.sessions)
-        if not waiting:
+        plans = unplanned_jobs(self.sessions) if self.send_plan is not None else {}
+        if not waiting and not plans:
             self.client.delete(SUSPECTS_KEY)
             return []
-        present = broker_chunks(self.client)
-        missing = [c for c in waiting if c not in present]
+        present, planners = broker_tasks(self.client)
+        missing = [f"{job_id}:{number}" for job_id, number in waiting
+                   if (job_id, number) not in present]
+        missing += [f"plan:{job_id}" for job_id in plans if job_id not in planners]
         seen = {k.decode() if isinstance(k, bytes) else k: float(v)
                 for k, v in self.client.hgetall(SUSPECTS_KEY).items()}
-        resend, keep = [], {}
-        for job_id, number in missing:
-            key = f"{job_id}:{number}"
+        due, keep = [], {}
+        for key in missing:
             first = seen.get(key, now)
             if now - first >= self.interval:
-                resend.append((job_id, number))
+                due.append(key)
             else:
                 keep[key] = first
         pipe = self.client.pipeline()
@@ -163,8 +215,17 @@ class OrphanSweeper:
         if keep:
             pipe.hset(SUSPECTS_KEY, mapping=keep)
         pipe.execute()
+        resend: list[Chunk] = []
         by_job: dict[int, list[int]] = {}
-        for job_id, number in resend:
+        for key in due:
+            if key.startswith("plan:"):
+                job_id = int(key[len("plan:"):])
+                logger.warning("%s", lost_plan_message(job_id))
+                assert self.send_plan is not None
+                self.send_plan(job_id, plans[job_id])
+                continue
+            job_id, number = map(int, key.split(":"))
+            resend.append((job_id, number))
             by_job.setdefault(job_id, []).append(number)
         for job_id, numbers in by_job.items():
             # One line a job: a Redis that lost its data (FLUSHALL, a restart without AOF)
@@ -214,7 +275,13 @@ def start_sweeper(settings: Any, name: str) -> OrphanSweeper | None:
 
         index_chunk.si(job_id, number).apply_async(queue="index")
 
+    def send_plan(job_id: int, payload: dict[str, Any]) -> None:
+        from worker.tasks import index_job
+
+        index_job.apply_async(args=[payload], queue="index")
+
     sweeper = OrphanSweeper(client, sessionmaker(engine, expire_on_commit=False), send,
-                            interval=max(1.0, min(60.0, settings.lease_ttl_s)), name=name)
+                            interval=max(1.0, min(60.0, settings.lease_ttl_s)), name=name,
+                            send_plan=send_plan)
     sweeper.start()
     return sweeper

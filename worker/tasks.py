@@ -197,7 +197,8 @@ def index_job(self: Any, payload: dict[str, Any], transient: int = 0, gone: int 
                              {"transient": transient, "gone": gone + 1}) from e
         # A warning: a worker on another database than the server's drops every job this way.
         logger.warning("%s%s", e, f" (sent back {gone} times: no worker on that database took "
-                                  "it; dropped)" if e.elsewhere else "")
+                                  "it; dropped: the sweeper of that database's workers sends it "
+                                  "again)" if e.elsewhere else "")
         return {"job_id": prepared.job_id, "state": "gone"}
     except WriterBusy as e:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)

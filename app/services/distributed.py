@@ -44,6 +44,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import threading
@@ -1165,6 +1166,25 @@ def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:
                 # raised): a task of its last chunk finds the chunk done and completes it.
                 numbers = [session.scalar(select(func.max(C.number)).where(C.job_id == job.id))]
             out.extend((job.id, int(n)) for n in numbers if n is not None)
+    return out
+
+
+def unplanned_jobs(sessions: Any) -> dict[int, dict[str, Any]]:
+    """Job id -> its planner task's payload (``PreparedJob.to_dict()``), of each worker job
+    still `queued` that no worker has planned and that recorded one (``IndexJob.plan``): its
+    task is in the broker, or was lost (``worker/recovery.py``)."""
+    J = md.IndexJob
+    out: dict[int, dict[str, Any]] = {}
+    with sessions() as session:
+        for job_id, plan in session.execute(select(J.id, J.plan).where(
+                J.state == "queued", J.runner == "celery", J.chunks_total == 0,
+                J.plan.is_not(None))):
+            try:
+                payload = json.loads(plan)
+            except ValueError:
+                continue
+            if isinstance(payload, dict):
+                out[int(job_id)] = payload | {"job_id": int(job_id)}
     return out
 
 

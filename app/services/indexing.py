@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import json
 import logging
 import os
 import re
@@ -1746,8 +1747,15 @@ class IndexService:
                     # A disk too full is refused now too: the job was accepted (a 202, "queued")
                     # and failed the same second, its new collection left empty.
                     self.check_room(started=False)
-                job = self._start_job(session, coll, str(source.resolve()), embedder.name,
-                                      runner, options.text_column, options.sync)
+                fields: dict[str, Any] = {
+                    "collection": collection, "source": str(source.resolve()), "embedder": spec,
+                    "options": options, "load_s": load_s,
+                    "added_embedder": embedder.name if added else None}
+                # What the workers' sweeper sends again if the broker loses the planner task.
+                plan = (json.dumps({k: v for k, v in PreparedJob(0, **fields).to_dict().items()
+                                    if k != "job_id"}) if runner == "celery" else None)
+                job = self._start_job(session, coll, fields["source"], embedder.name, runner,
+                                      options.text_column, options.sync, plan)
             except BaseException:
                 # Refused (or interrupted: Ctrl-C) after this call created the collection: no
                 # empty one is left behind (`facet collections` listed a collection nothing was
@@ -1759,8 +1767,7 @@ class IndexService:
                     self._forget_unwritten_embedder(collection, embedder.name)
                 raise
             try:
-                prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s,
-                                       added_embedder=embedder.name if added else None)
+                prepared = PreparedJob(job.id, **fields)
             except BaseException:  # (Ctrl-C as its row was recorded: the row goes, as the caller's)
                 if runner == "inline":
                     self._forget_refused(job.id, created)
@@ -3653,10 +3660,10 @@ class IndexService:
 
     def _start_job(self, session: Session, coll: md.Collection, source: str,
                    embedder: str, runner: str, text_column: str | None = None,
-                   sync: bool | None = None) -> md.IndexJob:
+                   sync: bool | None = None, plan: str | None = None) -> md.IndexJob:
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
                           pid=os.getpid(), host=leases.HOST, runner=runner, state="queued",
-                          text_column=text_column, sync=sync)
+                          text_column=text_column, sync=sync, plan=plan)
         name = coll.name  # (read before a rollback expires the row)
         session.add(job)
         try:

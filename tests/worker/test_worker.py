@@ -223,6 +223,32 @@ def test_a_chunk_task_lost_with_its_worker_is_sent_again(stack: Stack, client, m
     assert len(resent) == 1 and f"chunk 0 of job {job_id}:" in resent[0], resent
 
 
+def test_a_planner_task_the_broker_lost_is_sent_again(stack: Stack, client, minilm,
+                                                      tmp_path) -> None:
+    """A Redis that lost its data (flushed, or restarted without persistence) while a job
+    waited for a worker took its planner task with it: the job stayed `queued` for ever (the
+    sweeper re-sent chunk tasks only). The job keeps its planner's payload now, and the sweeper
+    sends it again. (Also what ends a planner task dropped by a worker on another database.)"""
+    import redis
+
+    from app.services.distributed import unplanned_jobs
+    from worker.recovery import broker_tasks
+
+    corpus = write_corpus(tmp_path / "src", 8, words=80)
+    job_id = client.submit_index(tmp_path / "src", "lostplan").id  # no worker yet: it waits
+    broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
+    assert broker_tasks(broker) == (set(), {job_id})
+    assert unplanned_jobs(client.context.sessions)[job_id]["collection"] == "lostplan"
+    broker.flushdb()  # the broker lost it
+    worker = stack.start_worker(queues="index")
+    job = wait_for(client, job_id, timeout=120)  # (the old code: `queued` until the timeout)
+    assert job.state == "completed", (job, worker.text()[-3000:])
+    assert_exact(client, "lostplan", corpus, minilm, job_id)
+    resent = [line for line in worker.text().splitlines() if "sent again" in line]
+    assert len(resent) == 1 and f"job {job_id}: its planner task is in no queue" in resent[0], resent
+    assert unplanned_jobs(client.context.sessions) == {}
+
+
 def test_redis_restart_mid_job(stack: Stack, redis_server, client, corpus, minilm,
                                tmp_path) -> None:
     stack.start_worker(queues="index")
