@@ -658,6 +658,27 @@ class CollectionInfo:
         return ", ".join(details(name, dim) for name, dim in self.embedders.items())
 
 
+def wrong_data_folder(session: Session, settings: Any, store: Any) -> str | None:
+    """Why FACET_DATA_DIR may not be the data folder of the database in use: it is not the
+    folder's own facet.db (``FACET_DATABASE_URL``), and of the database's collections of the
+    embedded store with chunks, none has its store folder here; else None."""
+    if settings.database_url is None or store.backend != "edge":
+        return None
+    written = select(md.Chunk.id).join(md.Document).where(
+        md.Document.collection_id == md.Collection.id).exists()
+    names = set(session.scalars(select(md.Collection.name).where(
+        md.Collection.backend == "edge", written)))
+    try:
+        present = set(store.list_collections())
+    except StoreError:
+        return None
+    if not names or names & present:
+        return None
+    return (f"no collection of this database (FACET_DATABASE_URL) has its store folder in "
+            f"this data folder ({settings.data_dir}): FACET_DATA_DIR may not be the data folder "
+            "they were indexed into")
+
+
 def elsewhere_refusal(name: str, store_elsewhere: str) -> ConflictError:
     """The refusal to delete collection ``name`` whose store folder is missing from a data
     folder that may not be its own (``CollectionInfo.store_elsewhere``)."""
@@ -1656,29 +1677,9 @@ class CollectionService:
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
             store_damaged=damaged, store_unreadable=unreadable, points_missing=points_missing,
             store_in_use=store_in_use,
-            store_elsewhere=self._not_this_folder(session) if missing and store_in_use is None
-            else None,
+            store_elsewhere=wrong_data_folder(session, self.ctx.settings, self.store)
+            if missing and store_in_use is None else None,
             stopped_removal=stopped_removal_text(session, coll.id) if points_missing else None)
-
-    def _not_this_folder(self, session: Session) -> str | None:
-        """Why FACET_DATA_DIR may not be the data folder of the database in use: it is not the
-        folder's own facet.db (``FACET_DATABASE_URL``), and of the database's collections of
-        the embedded store with chunks, none has its store folder here; else None."""
-        if self.ctx.settings.database_url is None or self.store.backend != "edge":
-            return None
-        written = select(md.Chunk.id).join(md.Document).where(
-            md.Document.collection_id == md.Collection.id).exists()
-        names = set(session.scalars(select(md.Collection.name).where(
-            md.Collection.backend == "edge", written)))
-        try:
-            present = set(self.store.list_collections())
-        except StoreError:
-            return None
-        if not names or names & present:
-            return None
-        return (f"no collection of this database (FACET_DATABASE_URL) has its store folder in "
-                f"this data folder ({self.ctx.settings.data_dir}): FACET_DATA_DIR may not be the "
-                "data folder they were indexed into")
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.

@@ -1730,6 +1730,10 @@ class IndexService:
             added = False
             try:
                 added = self._check_collection(session, coll, embedder, options, spec)
+                if not created:
+                    with _store_errors():
+                        if not self.store.collection_exists(collection):
+                            self._refuse_wrong_folder(session, coll)
                 self._refuse_other_writer(session, coll, runner)
                 if runner in ("thread", "process", "celery"):
                     # Queued for later, the run met another process's open shard and failed
@@ -3420,6 +3424,23 @@ class IndexService:
             "name, or delete the server's collection first if it is a stale copy of this one",
             param="collection")
 
+    def _refuse_wrong_folder(self, session: Session, coll: md.Collection) -> None:
+        """Refuse to write ``coll`` again into a data folder that may not be its own
+        (``wrong_data_folder``): its documents were "written again" there, a second copy, and
+        the other collections of the database, their folders still missing beside this one's,
+        read "`facet delete NAME` removes it" once more (the verification round of the sixth
+        session of 2026-12-05)."""
+        from app.services.collections import wrong_data_folder
+
+        if coll.backend != self.store.backend or not md.count_chunks(session, coll.id):
+            return
+        why = wrong_data_folder(session, self.ctx.settings, self.store)
+        if why is not None:
+            raise ConflictError(
+                f"collection {coll.name!r} has no store folder here, and {why}; set "
+                "FACET_DATA_DIR to that folder (if its vectors are lost, `facet delete "
+                f"{shell_word(coll.name)} --force`, then index it again); nothing was indexed")
+
     def ensure_store_collection(self, session: Session, coll: md.Collection, job: Any,
                                 embedder: Embedder) -> None:
         """Create the collection's vectors in the store (the lease holder does this), with the
@@ -3443,6 +3464,8 @@ class IndexService:
                 self._refuse_server_namesake(coll)
                 self.store.drop_collection(coll.name)  # (this data folder's own: a stale copy)
             existed = self.store.collection_exists(coll.name)
+            if not existed and moved_from is None:
+                self._refuse_wrong_folder(session, coll)
             # Every embedder of the collection: a store collection recreated with this one's
             # vector alone refused the points its other embedders' vectors go with.
             vectors = {e.name: int(e.dim) for e in coll.embedders}

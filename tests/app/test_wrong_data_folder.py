@@ -45,6 +45,13 @@ def test_a_collection_missing_from_a_folder_holding_none_of_them_is_not_deleted(
     kept = json.loads(invoke_cli("collections", "--json", env=right).stdout)
     assert {c["name"]: (c["points"], c["store_elsewhere"]) for c in kept} == {
         "more": (1, None), "notes": (1, None)}
+    # Nor indexed there again (the verification round: a second copy of it went into the wrong
+    # folder, exit 0, and the other collection's delete was then offered and done).
+    again = invoke_cli("index", str(tmp_path / "src"), "-c", "notes", env=wrong)
+    assert again.returncode == 5, (again.returncode, again.stderr)
+    assert f"collection 'notes' has no store folder here, and {said}" in again.stderr
+    assert not (tmp_path / "wrong" / "qdrant-edge" / "notes").exists()
+    assert invoke_cli("delete", "more", "-y", env=wrong).returncode == 5
     forced = invoke_cli("delete", "notes", "-y", "--force", env=wrong)
     assert forced.returncode == 0 and "deleted notes" in forced.stdout, forced.stderr
 
@@ -56,5 +63,8 @@ def test_a_folder_holding_some_of_them_still_offers_the_delete(tmp_path) -> None
     [notes] = [c for c in json.loads(invoke_cli("collections", "--json", env=right).stdout)
                if c["name"] == "notes"]
     assert notes["store_missing"] and notes["store_elsewhere"] is None
+    again = invoke_cli("index", str(tmp_path / "src"), "-c", "notes", env=right)
+    assert again.returncode == 0 and "1 indexed" in again.stdout, again.stderr  # written again
+    shutil.rmtree(tmp_path / "right" / "qdrant-edge" / "notes")
     done = invoke_cli("delete", "notes", "-y", env=right)
     assert done.returncode == 0, done.stderr
