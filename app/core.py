@@ -1193,9 +1193,10 @@ class Facet:
             return []
         if job.errors_total > len(job.errors):  # the first ones only: this needs every one
             job = self.job(job.id, errors=None)
-        return drop_unindexable(folder, [e["document"] for e in job.errors if e["kind"] == "error"],
+        errors = [(e["document"], e["message"]) for e in job.errors if e["kind"] == "error"]
+        return drop_unindexable(folder, [d for d, _ in errors],
                                 max_bytes=int(self.settings.max_document_mb * 2**20),
-                                remove=remove)
+                                remove=remove, messages=errors)
 
     def _job_state(self, job_id: int) -> str | None:
         try:

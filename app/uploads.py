@@ -21,6 +21,7 @@ import secrets
 import shutil
 import tempfile
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,7 +302,7 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
 
 
 def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
-                     remove: bool = True) -> list[str]:
+                     remove: bool = True, messages: Iterable[tuple[str, str]] = ()) -> list[str]:
     """Remove from an upload ``folder`` the files among ``documents`` (the keys of a job's
     per-document errors) that cannot be indexed at all, and return the names of those no longer
     there (``remove=False``: only return them). Left there, each later upload job (which
@@ -314,6 +315,11 @@ def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
     (``file#L3``) leaves the file and its other records alone, a file replaced since by one
     that reads is kept (as is one replaced while it was being parsed), and so is one whose
     error was the server's (a worker that failed), not its content's.
+
+    ``messages``: the job's errors as ``(document, message)``; a record file every record of
+    which was refused as a duplicate of another file's id (``duplicate_prefix``) goes too: it
+    added nothing, and every later upload job refused its records again, while the page had no
+    row of it to remove (the UI exploration of the sixth session of 2026-12-05).
     """
     from indexer.parsing import SUPPORTED_SUFFIXES, DocumentError, parse_file
 
@@ -335,10 +341,52 @@ def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
                 continue  # a new upload of it arrived meanwhile: not the file that failed
             path.unlink(missing_ok=True)
         gone.append(path.name)
+    gone += _only_duplicates(folder, messages, max_bytes, remove)
     if remove:
         for path in _unreadable_types(folder, SUPPORTED_SUFFIXES):
             path.unlink(missing_ok=True)
             gone.append(path.name)
+    return gone
+
+
+def _only_duplicates(folder: Path, messages: Iterable[tuple[str, str]], max_bytes: int,
+                     remove: bool) -> list[str]:
+    """The record files of ``folder`` whose every record the job refused as a duplicate of
+    another file's id (``messages``: its errors), removed (``remove=False``: only those no
+    longer there named); their names."""
+    from app.services.indexing import duplicate_prefix
+    from indexer.parsing import DocumentError, parse_file
+
+    refused: dict[str, list[str]] = {}  # key -> its messages, one per occurrence refused
+    named: set[str] = set()
+    for key, message in messages:
+        start = duplicate_prefix(key, folder / "x")[:-len("x: ")]  # "... in FOLDER/"
+        if message.startswith(start):
+            refused.setdefault(key, []).append(message)
+            named.add(message[len(start):].split(": ", 1)[0])
+    gone: list[str] = []
+    for name in sorted(named):
+        path = folder / name
+        if path.parent != folder:
+            continue
+        if not path.is_file():
+            gone.append(name)
+            continue
+        if not remove:
+            continue
+        before = path.stat()
+        keys = Counter(r.key for r in parse_file(path, max_bytes=max_bytes)
+                       if not isinstance(r, DocumentError))
+        # Every occurrence of every id refused: its first is another file's (a file repeating
+        # its own id had its first indexed, and a job's errors cut at MAX_JOB_ERRORS miss some).
+        if not keys or any(sum(m.startswith(duplicate_prefix(key, path))
+                               for m in refused.get(key, ())) != count
+                           for key, count in keys.items()):
+            continue
+        if _replaced(path, before):
+            continue
+        path.unlink(missing_ok=True)
+        gone.append(name)
     return gone
 
 

@@ -445,8 +445,15 @@ class Seen:
         first = self.sources.get(key)
         where = ("the file repeats it" if first in (None, str(source))
                  else f"{first} already has a record with it")
-        return (f"duplicate document id {key!r} in {source}: {where}; only the first occurrence "
-                "is indexed (give each record an id of its own)")
+        return (f"{duplicate_prefix(key, source)}{where}; only the first occurrence is indexed "
+                "(give each record an id of its own)")
+
+
+def duplicate_prefix(key: str, source: str | Path) -> str:
+    """How a job's error for a second record with id ``key``, read from ``source``, starts
+    (``Seen.duplicate_message``): an upload whose every record is another's is found by it
+    (``app.uploads.drop_unindexable``)."""
+    return f"duplicate document id {key!r} in {source}: "
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,26 @@ def test_what_an_upload_job_could_not_index_is_removed_before_the_next(facet, tm
     assert sorted(p.name for p in facet.upload_folder("notes").iterdir()) == ["good.txt", "more.txt"]
 
 
+def test_an_upload_whose_every_record_is_another_uploads_is_not_kept(facet, tmp_path: Path) -> None:
+    """The UI exploration of the sixth session of 2026-12-05: a csv whose ids were all another
+    upload's added nothing, stayed in the upload folder for good, and every later upload job
+    refused its records again ("2 of 15 documents failed"), while the documents view had no row
+    of it to remove. One that repeats its own id, or adds a record, is kept."""
+    first = facet.upload("sheets", _files(tmp_path / "in", a_dot_csv="id,text\n1,ferry times\n2,tide tables\n"))
+    assert _ended(facet, first.job.id).docs_indexed == 2
+    second = facet.upload("sheets", _files(
+        tmp_path / "in2", b_dot_csv="id,text\n1,again one\n2,again two\n",
+        c_dot_csv="id,text\n1,one more\n3,a new one\n", d_dot_csv="id,text\n7,seven\n7,seven again\n"))
+    job = _ended(facet, second.job.id)
+    assert job.docs_indexed == 2 and len([e for e in job.errors if e["kind"] == "error"]) == 4, job.errors
+    assert facet.unindexable_uploads(job.id) == ["b.csv"]
+    assert facet.unindexable_uploads(job.id, remove=False) == ["b.csv"]  # (a page polling again)
+    assert sorted(p.name for p in facet.upload_folder("sheets").iterdir()) == ["a.csv", "c.csv", "d.csv"]
+    third = facet.upload("sheets", _files(tmp_path / "in3", e_dot_txt="a note"))
+    errors = [e["message"] for e in _ended(facet, third.job.id).errors if e["kind"] == "error"]
+    assert len(errors) == 2 and not any("b.csv" in m for m in errors), errors  # c's 1, d's second 7
+
+
 def test_a_link_planted_in_the_upload_folder_is_never_written_through(tmp_path: Path) -> None:
     """Each copy went through the fixed name ``.NAME.part``: a link planted there (anyone who
     could write the folder, which may be a shared mount) had the upload written over the file
