@@ -268,7 +268,14 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
     except Exception as e:
         if not is_transient(e):
             raise
-        service.release_claim(int(job_id), int(number))
+        try:
+            service.release_claim(int(job_id), int(number))
+        except Exception as unreleased:
+            # The same outage (a database stopped): its error escaped before the retry, and
+            # the task failed and was dropped (~60 chunks of one job, each a 250-line
+            # traceback, re-sent minutes later by the sweeper). The claim lapses by itself.
+            if not is_transient(unreleased):
+                raise
         # The domain's one line ("the metadata database stayed locked..."), not SQLAlchemy's
         # error with its statement and every parameter.
         said = as_domain_error(e) or e

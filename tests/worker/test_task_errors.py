@@ -37,6 +37,33 @@ def test_a_chunk_retried_on_a_locked_database_logs_the_domain_line(monkeypatch, 
     assert "UPDATE documents" not in record.getMessage()
 
 
+def test_a_claim_that_cannot_be_released_while_the_database_is_out_does_not_drop_the_task(
+        monkeypatch, caplog) -> None:
+    """The PostgreSQL exploration of the sixth session of 2026-12-05: with the database stopped,
+    ``release_claim`` met the same outage and its error escaped before the retry, so ~60 chunk
+    tasks failed with 250-line tracebacks and were acknowledged (dropped); the job stalled until
+    the sweeper re-sent them, blaming a killed worker or a flushed Redis. The claim lapses on
+    its own (``claimed_until``): the retry is sent all the same."""
+    import worker.tasks as tasks
+
+    down = OperationalError("SELECT 1", (), sqlite3.OperationalError("database is locked"))
+
+    class Service:
+
+        def run_chunk(self, job_id: int, number: int):
+            raise down
+
+        def release_claim(self, job_id: int, number: int) -> None:
+            raise down
+
+    monkeypatch.setattr(tasks, "chunk_service", Service)
+    with caplog.at_level(logging.WARNING, logger="worker.tasks"), pytest.raises(Retry):
+        tasks.index_chunk.run(4, 2)
+    [record] = caplog.records
+    assert record.getMessage().startswith("chunk 2 of job 4: the metadata database (SQLite) "
+                                          "stayed locked"), record.getMessage()
+
+
 def test_waits_for_a_claim_or_a_writer_do_not_use_up_the_transient_retries(monkeypatch) -> None:
     """Celery's ``request.retries`` counts every retry: a planner that had waited 8 times behind
     another job's lease failed the job on its first transient error ("gave up after 8 retries",
