@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,9 @@ def as_domain_error(error: Exception) -> FacetError | None:
                                     "disk I/O error): is the disk of the data folder still there "
                                     "(a drive removed, a network share gone)? Once it is back, "
                                     "run the command again: an index job resumes where it stopped")
+        limit = connection_limit(error)
+        if limit is not None:
+            return UnavailableError(connection_limit_text(limit))
         if database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
@@ -254,6 +258,29 @@ def _sqlite_place(settings: Any = None) -> tuple[Any, Any] | None:
         return settings.data_dir, None
     file = sqlite_file(settings.database_url)
     return (file.parent, file) if file is not None else None
+
+
+def connection_limit(error: Exception) -> str | None:
+    """PostgreSQL's reason where a SQLAlchemy error is its refusal of one more connection
+    (SQLSTATE 53300: "sorry, too many clients already" at its max_connections, "too many
+    connections for role/database ..." at a CONNECTION LIMIT; psycopg's connect gives it as
+    text only), else None."""
+    orig = getattr(error, "orig", None) or error
+    found = re.search(r"(sorry, too many clients already|too many connections for [^\n;]*)",
+                      str(orig))
+    if found is not None:
+        return found.group(1).strip()
+    return "too many connections" if getattr(orig, "sqlstate", None) == "53300" else None
+
+
+def connection_limit_text(reason: str) -> str:
+    """What to say of ``connection_limit``: the server is up but full (it was "out of reach",
+    and at a command's start "check FACET_DATABASE_URL", though the URL was right)."""
+    return (f"the metadata database (PostgreSQL) takes no more connections ({reason}); nothing "
+            "was changed: retry, or raise the limit it names (max_connections for too many "
+            "clients; a role's or a database's CONNECTION LIMIT): each `facet serve` or `facet "
+            "ui` keeps up to 5 connections open and opens up to 15 at once, each worker process "
+            "1 or 2 (docs/deploy.md)")
 
 
 def database_server_gone(error: Exception) -> bool:

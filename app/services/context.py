@@ -182,6 +182,11 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
         return ConflictError(str(error))
     if isinstance(error, IncompleteMigration):
         return _half_migrated(settings, error)
+    from app.errors import connection_limit, connection_limit_text
+
+    limit = connection_limit(error)
+    if limit is not None:
+        return UnavailableError(connection_limit_text(limit))
     said = str(getattr(error, "orig", None) or error)
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
     damaged = _damaged_sqlite(settings, first)

@@ -409,3 +409,32 @@ def test_a_host_whose_clock_runs_ahead_takes_no_live_lease_and_is_warned(
         assert right is not None and abs(right) < 5 and "clock" not in caplog.text
         s.execute(md.Collection.__table__.delete().where(md.Collection.id == coll.id))
         s.commit()
+
+
+def test_a_server_at_its_connection_limit_is_said_so(postgres: Cluster, tmp_path) -> None:
+    """The PostgreSQL exploration of the sixth session of 2026-12-05: with max_connections used
+    up, every command said "cannot open the metadata database ...: too many clients already;
+    check FACET_DATABASE_URL" (the URL was right) and every search "is out of reach". A role
+    that may open no connection stands for a full server (the same SQLSTATE, 53300; a
+    superuser's own limit is not enforced)."""
+    from sqlalchemy import create_engine, text
+
+    from app.errors import UnavailableError, as_domain_error, connection_limit_text
+    from tests.app.cli_runner import invoke_cli
+
+    admin = create_engine(postgres.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("DROP ROLE IF EXISTS full_up"))
+        conn.execute(text("CREATE ROLE full_up LOGIN CONNECTION LIMIT 0"))
+    admin.dispose()
+    url = postgres.url.replace("://facet@", "://full_up@")
+    done = invoke_cli("collections", env={"FACET_DATA_DIR": str(tmp_path / "data"),
+                                          "FACET_DATABASE_URL": url})
+    said = connection_limit_text('too many connections for role "full_up"')
+    assert done.returncode == 7 and done.stderr.strip() == f"error: {said}", done.stderr
+    engine = create_engine(md.engine_url(url))
+    with pytest.raises(Exception) as e:
+        engine.connect()
+    engine.dispose()
+    domain = as_domain_error(e.value)
+    assert isinstance(domain, UnavailableError) and str(domain) == said
