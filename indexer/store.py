@@ -679,41 +679,51 @@ class _FolderLocks:
         folder, which another store of this process has open (it went on serving the deleted
         collection's points, and lost its writes)."""
         key = str(path)
-        with self._lock:
-            if key in self._held and alone:
-                raise StoreBusyError(_open_in_this_process(collection), collection,
-                                     {"pid": os.getpid()})
-            if key in self._held:
-                fd, refs = self._held[key]
-                self._held[key] = (fd, refs + 1)
-                return
-            deadline = time.monotonic() + max(0.0, wait_s)
-            while True:
-                try:
-                    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
-                except OSError as e:  # was a traceback from every command on the folder (a 500)
-                    raise _unwritable(path.parent, e, path) from e
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            holder = _read_holder(path)
-                            os.close(fd)
-                            raise StoreBusyError(_busy_message(collection, holder), collection,
-                                                 holder) from None
-                        time.sleep(0.05)
-                # A deleted collection's lock file is removed by its deleter while locked
-                # (``release(remove=True)``): a lock won on that file, opened before, locks
-                # nothing another process would see. Open the file now at the path again.
-                if _same_file(fd, key):
-                    break
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            # The process-wide lock is held for one try, not for the wait: a thread waiting
+            # for another process's shard held every other thread's open behind it, so ten
+            # searches of a collection a worker was writing got their 409 after 3, 6, ... 27 s
+            # (the PostgreSQL exploration of the sixth session of 2026-12-05).
+            with self._lock:
+                if key in self._held and alone:
+                    raise StoreBusyError(_open_in_this_process(collection), collection,
+                                         {"pid": os.getpid()})
+                if key in self._held:
+                    fd, refs = self._held[key]
+                    self._held[key] = (fd, refs + 1)
+                    return
+                if self._try_lock(path, key):
+                    return
+            if time.monotonic() >= deadline:
+                holder = _read_holder(path)
+                raise StoreBusyError(_busy_message(collection, holder), collection, holder)
+            time.sleep(0.05)
+
+    def _try_lock(self, path: Path, key: str) -> bool:
+        """One try at the ``flock`` of ``path`` (``self._lock`` held): taken and recorded, or
+        False where another process holds it."""
+        while True:
+            try:
+                fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:  # was a traceback from every command on the folder (a 500)
+                raise _unwritable(path.parent, e, path) from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
                 os.close(fd)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                      "command": _command()}).encode(), 0)
-            self._held[key] = (fd, 1)
+                return False
+            # A deleted collection's lock file is removed by its deleter while locked
+            # (``release(remove=True)``): a lock won on that file, opened before, locks
+            # nothing another process would see. Open the file now at the path again.
+            if _same_file(fd, key):
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                  "command": _command()}).encode(), 0)
+        self._held[key] = (fd, 1)
+        return True
 
     def release(self, path: Path, *, remove: bool = False) -> None:
         """Let go of one reference; the last lets go of the lock. ``remove``: the collection

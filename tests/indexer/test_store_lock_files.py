@@ -151,3 +151,33 @@ def test_a_folder_that_cannot_be_told_gone_keeps_its_lock_file_and_raises_nothin
 
     monkeypatch.setattr(Path, "exists", unreadable)
     assert store_module._folder_gone(tmp_path / "c") is False
+
+
+def test_threads_waiting_for_another_process_s_shard_wait_side_by_side(tmp_path: Path) -> None:
+    """A thread waiting for a shard another process holds held the table's lock for its whole
+    wait: ten searches of a collection a worker was writing got their 409 after 3, 6, ... 27 s,
+    and an open of any other collection waited behind them too (the PostgreSQL exploration of
+    the sixth session of 2026-12-05). Two lock tables stand for two processes."""
+    other, ours = _FolderLocks(), _FolderLocks()
+    busy, free = tmp_path / "busy.lock", tmp_path / "free.lock"
+    other.acquire(busy, "busy", 0.0)
+    refused: list[float] = []
+    started = time.monotonic()
+
+    def wait() -> None:
+        with pytest.raises(StoreBusyError):
+            ours.acquire(busy, "busy", 1.0)
+        refused.append(time.monotonic() - started)
+
+    threads = [threading.Thread(target=wait) for _ in range(5)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    ours.acquire(free, "free", 0.0)  # (waited behind all five: refused at 0 s once it got in)
+    opened = time.monotonic() - started
+    for t in threads:
+        t.join()
+    other.release(busy)
+    ours.release(free)
+    assert opened < 1.0, opened
+    assert len(refused) == 5 and max(refused) < 3.0, refused  # (the old code: 1, 2, ... 5 s)
