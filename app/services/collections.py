@@ -1820,10 +1820,15 @@ class CollectionService:
         current = leases.live_holder(session, collection_id)
         queued = _waiting_jobs(session, collection_id)
         if current is not None:
+            job = md.get_job(session, current.job_id)
+            # Just after a cancel: it said to cancel it (the PostgreSQL exploration of the sixth
+            # session of 2026-12-05).
+            then = ("its cancel is requested: it stops at its next batch; delete it then (in a "
+                    "few seconds)" if job is not None and job.cancel_requested else
+                    f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
+                    f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then")
             raise ConflictError(
-                f"collection {name!r} is being indexed by {current.describe()}; "
-                f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
-                f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then"
+                f"collection {name!r} is being indexed by {current.describe()}; {then}"
                 + (f"; {_queued_text(queued)} too" if queued else ""))
         if queued:
             raise ConflictError(f"collection {name!r} has {_queued_text(queued, refusal=True)}")

@@ -65,6 +65,15 @@ def test_a_collection_being_indexed_is_not_deleted(facet, client) -> None:
     assert f"collection 'busy' is being indexed by job {job_id}" in message
     assert f"or cancel it (`facet jobs {job_id} --cancel`, POST /jobs/{job_id}/cancel)" in message
     assert client.get("/collections/busy").json()["documents"] == 2
+    # Just after a cancel, it said to cancel it (the PostgreSQL exploration of the sixth session
+    # of 2026-12-05).
+    with facet.catalog.ctx.sessions() as session:
+        md.get_job(session, job_id).cancel_requested = True
+        session.commit()
+    message = client.delete("/collections/busy").json()["error"]["message"]
+    assert f"is being indexed by job {job_id}" in message and "--cancel" not in message
+    assert message.endswith("; its cancel is requested: it stops at its next batch; delete it "
+                            "then (in a few seconds)"), message
 
 
 def test_a_name_that_cannot_be_a_collection_is_400_and_openapi_declares_the_route(client) -> None:
