@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import filecmp
+import itertools
 import json
 import os
 import re
@@ -379,15 +380,31 @@ def _only_duplicates(folder: Path, messages: Iterable[tuple[str, str]], max_byte
                        if not isinstance(r, DocumentError))
         # Every occurrence of every id refused: its first is another file's (a file repeating
         # its own id had its first indexed, and a job's errors cut at MAX_JOB_ERRORS miss some).
-        if not keys or any(sum(m.startswith(duplicate_prefix(key, path))
-                               for m in refused.get(key, ())) != count
-                           for key, count in keys.items()):
+        mine = {key: [m[len(duplicate_prefix(key, path)):] for m in refused.get(key, ())
+                      if m.startswith(duplicate_prefix(key, path))] for key in keys}
+        if not keys or any(len(mine[key]) != count for key, count in keys.items()):
+            continue
+        # ... and that other file uploaded before this one: the folder is read in name order,
+        # so a later upload whose name sorts first takes the ids over (its records replace the
+        # indexed ones), and the earlier file, all of whose records are then refused, is the
+        # one whose content is lost if it goes (the verification round).
+        firsts = {said.split(" already has a record with it", 1)[0]
+                  for said in itertools.chain.from_iterable(mine.values())}
+        if not all(_uploaded_before(Path(first), before) for first in firsts):
             continue
         if _replaced(path, before):
             continue
         path.unlink(missing_ok=True)
         gone.append(name)
     return gone
+
+
+def _uploaded_before(first: Path, this: os.stat_result) -> bool:
+    """Whether the upload ``first`` is there and was written before the file of ``this``."""
+    try:
+        return first.is_file() and first.stat().st_mtime_ns < this.st_mtime_ns
+    except OSError:
+        return False
 
 
 def _unreadable_types(folder: Path, suffixes: Iterable[str]) -> list[Path]:

@@ -229,6 +229,21 @@ def test_an_upload_whose_every_record_is_another_uploads_is_not_kept(facet, tmp_
     assert len(errors) == 2 and not any("b.csv" in m for m in errors), errors  # c's 1, d's second 7
 
 
+def test_an_earlier_upload_whose_ids_a_later_one_took_over_is_kept(facet, tmp_path: Path) -> None:
+    """The verification round: a later upload whose name sorts first takes the ids over (the
+    folder is read in name order: its records replace the indexed ones), and the earlier file,
+    all of whose records were then refused, was removed: its content gone for good, where
+    removing the later file had brought it back."""
+    first = facet.upload("takeover", _files(tmp_path / "in", b_dot_jsonl='{"id": "1", "text": "banana bread"}\n'))
+    assert _ended(facet, first.job.id).docs_indexed == 1
+    second = facet.upload("takeover", _files(tmp_path / "in2", a_dot_csv="id,text\n1,apple pie\n"))
+    job = _ended(facet, second.job.id)
+    assert [e["message"][:60] for e in job.errors if e["kind"] == "error"] == [
+        f"duplicate document id '1' in {facet.upload_folder('takeover').resolve() / 'b.jsonl'}"[:60]]
+    assert facet.unindexable_uploads(job.id) == []
+    assert sorted(p.name for p in facet.upload_folder("takeover").iterdir()) == ["a.csv", "b.jsonl"]
+
+
 def test_a_link_planted_in_the_upload_folder_is_never_written_through(tmp_path: Path) -> None:
     """Each copy went through the fixed name ``.NAME.part``: a link planted there (anyone who
     could write the folder, which may be a shared mount) had the upload written over the file
