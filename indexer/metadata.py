@@ -104,6 +104,10 @@ class Collection(Base):
     writer_process: Mapped[str | None] = mapped_column(String(80), default=None)
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(default=None)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+    # The data folder (resolved) an embedded store's vectors of it were written in (migration
+    # 0013): a listing, delete or index run from another folder, its store folder missing there,
+    # names it; None for another store or a collection of an older Facet.
+    store_folder: Mapped[str | None] = mapped_column(Text, default=None)
 
     # In the order they were added (the first wrote the collection first): a search naming no
     # embedder takes the first where the default is not among them, and the database's own

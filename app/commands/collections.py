@@ -1189,8 +1189,8 @@ def register(cli: typer.Typer) -> None:
             "--force", help="delete vectors no collection of this database owns even where the "
                             "data folder's facet.db records them (FACET_DATABASE_URL naming "
                             "another database), or a collection whose store folder is missing "
-                            "where this data folder holds none of the database's collections "
-                            "(FACET_DATA_DIR perhaps not theirs); refused otherwise, exit 5")] = False,
+                            "here and whose vectors were written in another data folder "
+                            "(FACET_DATA_DIR perhaps not its); refused otherwise, exit 5")] = False,
         documents: Annotated[list[str] | None, typer.Option(
             "--document", "-d", metavar="KEY",
             help="remove only this document (its key as `facet search` and `facet jobs ID` "

@@ -513,10 +513,10 @@ class CollectionInfo:
         vectors_missing: vector name -> indexed documents without vectors of it (for their
             current content); only the names that lack some.
         store_missing: its store holds no collection of its name (``points`` is then None).
-        store_elsewhere: where it is missing and this data folder holds the store folder of no
-            collection of the database in use (``FACET_DATABASE_URL``): why FACET_DATA_DIR may
-            not be the folder it was indexed into, else None. `facet delete` refuses it then
-            (``--force`` deletes its metadata).
+        store_elsewhere: where it is missing and its vectors were written in another data
+            folder (``wrong_data_folder``; ``FACET_DATABASE_URL`` set): why FACET_DATA_DIR may
+            not be the folder it was indexed into, else None. `facet delete` and `facet index`
+            refuse it then (``--force`` deletes its metadata).
         store_damaged: why its embedded store's files cannot be read, else None.
         store_unreadable: why its embedded store's files cannot be opened by this process (another
             user's, on a read-only mount, not readable), else None: ``points`` is then None.
@@ -658,12 +658,22 @@ class CollectionInfo:
         return ", ".join(details(name, dim) for name, dim in self.embedders.items())
 
 
-def wrong_data_folder(session: Session, settings: Any, store: Any) -> str | None:
-    """Why FACET_DATA_DIR may not be the data folder of the database in use: it is not the
-    folder's own facet.db (``FACET_DATABASE_URL``), and of the database's collections of the
-    embedded store with chunks, none has its store folder here; else None."""
-    if settings.database_url is None or store.backend != "edge":
+def wrong_data_folder(session: Session, settings: Any, store: Any,
+                      coll: md.Collection) -> str | None:
+    """Why FACET_DATA_DIR may not be the data folder of ``coll``, whose store folder is missing
+    here, else None: only with ``FACET_DATABASE_URL`` set (a folder's own facet.db is its own)
+    and the embedded store. Where it recorded its folder (``Collection.store_folder``), that
+    folder, if it is another; else (a collection of an older Facet) where, of the database's
+    collections of the embedded store with chunks, none has its store folder here."""
+    if settings.database_url is None or store.backend != "edge" or coll.backend != "edge":
         return None
+    here = os.path.realpath(settings.data_dir)
+    if coll.store_folder is not None:
+        if coll.store_folder == here:
+            return None
+        return (f"its vectors were written in the data folder {coll.store_folder}, and "
+                f"FACET_DATA_DIR is {here}: FACET_DATA_DIR may not be the data folder it was "
+                "indexed into")
     written = select(md.Chunk.id).join(md.Document).where(
         md.Document.collection_id == md.Collection.id).exists()
     names = set(session.scalars(select(md.Collection.name).where(
@@ -1677,7 +1687,7 @@ class CollectionService:
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
             store_damaged=damaged, store_unreadable=unreadable, points_missing=points_missing,
             store_in_use=store_in_use,
-            store_elsewhere=wrong_data_folder(session, self.ctx.settings, self.store)
+            store_elsewhere=wrong_data_folder(session, self.ctx.settings, self.store, coll)
             if missing and store_in_use is None else None,
             stopped_removal=stopped_removal_text(session, coll.id) if points_missing else None)
 

@@ -3441,7 +3441,7 @@ class IndexService:
 
         if coll.backend != self.store.backend or not md.count_chunks(session, coll.id):
             return
-        why = wrong_data_folder(session, self.ctx.settings, self.store)
+        why = wrong_data_folder(session, self.ctx.settings, self.store, coll)
         if why is not None:
             raise ConflictError(
                 f"collection {coll.name!r} has no store folder here, and {why}; set "
@@ -3473,6 +3473,12 @@ class IndexService:
             existed = self.store.collection_exists(coll.name)
             if not existed and moved_from is None:
                 self._refuse_wrong_folder(session, coll)
+            here = os.path.realpath(self.ctx.settings.data_dir)
+            if self.store.backend == "edge" and coll.store_folder != here:
+                # Where its vectors are (``wrong_data_folder``): recorded by the run that makes
+                # or finds them here (a folder moved since, a collection of an older Facet);
+                # committed with the job's rows.
+                coll.store_folder = here
             # Every embedder of the collection: a store collection recreated with this one's
             # vector alone refused the points its other embedders' vectors go with.
             vectors = {e.name: int(e.dim) for e in coll.embedders}

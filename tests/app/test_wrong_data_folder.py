@@ -31,9 +31,9 @@ def test_a_collection_missing_from_a_folder_holding_none_of_them_is_not_deleted(
     listed = invoke_cli("collections", "--json", env=wrong)
     assert listed.returncode == 0, listed.stderr
     [notes] = [c for c in json.loads(listed.stdout) if c["name"] == "notes"]
-    said = ("no collection of this database (FACET_DATABASE_URL) has its store folder in this "
-            f"data folder ({tmp_path / 'wrong'}): FACET_DATA_DIR may not be the data folder they "
-            "were indexed into")
+    said = (f"its vectors were written in the data folder {tmp_path / 'right'}, and "
+            f"FACET_DATA_DIR is {tmp_path / 'wrong'}: FACET_DATA_DIR may not be the data folder "
+            "it was indexed into")
     assert notes["store_missing"] and notes["store_elsewhere"] == said, notes
     shown = invoke_cli("collections", env=wrong).stdout
     assert "`facet delete notes` removes it" not in shown and "`facet delete notes --force`" in shown
@@ -52,12 +52,39 @@ def test_a_collection_missing_from_a_folder_holding_none_of_them_is_not_deleted(
     assert f"collection 'notes' has no store folder here, and {said}" in again.stderr
     assert not (tmp_path / "wrong" / "qdrant-edge" / "notes").exists()
     assert invoke_cli("delete", "more", "-y", env=wrong).returncode == 5
+    # A new collection indexed there does not lift it (the guess it replaced, "none of the
+    # database's collections is here", did: the second verification round).
+    assert invoke_cli("index", str(tmp_path / "src"), "-c", "fresh", env=wrong).returncode == 0
+    assert invoke_cli("delete", "more", "-y", env=wrong).returncode == 5
     forced = invoke_cli("delete", "notes", "-y", "--force", env=wrong)
     assert forced.returncode == 0 and "deleted notes" in forced.stdout, forced.stderr
 
 
+def test_a_collection_of_an_older_facet_is_guessed_from_the_folder(tmp_path) -> None:
+    """No folder recorded (a collection indexed before it was): a folder holding none of the
+    database's collections is the one said to be perhaps not theirs."""
+    import sqlite3
+
+    right, wrong = _setup(tmp_path)
+    with sqlite3.connect(tmp_path / "shared.db") as conn:
+        conn.execute("UPDATE collections SET store_folder = NULL")
+    [notes] = [c for c in json.loads(invoke_cli("collections", "--json", env=wrong).stdout)
+               if c["name"] == "notes"]
+    assert notes["store_elsewhere"] == (
+        "no collection of this database (FACET_DATABASE_URL) has its store folder in this data "
+        f"folder ({tmp_path / 'wrong'}): FACET_DATA_DIR may not be the data folder they were "
+        "indexed into"), notes
+    assert invoke_cli("delete", "notes", "-y", env=wrong).returncode == 5
+    # Indexed in its own folder again, it records it.
+    assert invoke_cli("index", str(tmp_path / "src"), "-c", "notes", env=right).returncode == 0
+    with sqlite3.connect(tmp_path / "shared.db") as conn:
+        assert conn.execute("SELECT store_folder FROM collections WHERE name = 'notes'"
+                            ).fetchone() == (str(tmp_path / "right"),)
+
+
 def test_a_folder_holding_some_of_them_still_offers_the_delete(tmp_path) -> None:
-    """A store folder removed by hand beside the others: the old advice and delete stand."""
+    """A store folder removed by hand in its own folder: the old advice, index and delete
+    stand (the guess refused them where the database had no other collection)."""
     right, _ = _setup(tmp_path)
     shutil.rmtree(tmp_path / "right" / "qdrant-edge" / "notes")
     [notes] = [c for c in json.loads(invoke_cli("collections", "--json", env=right).stdout)
