@@ -658,6 +658,12 @@ class CollectionInfo:
         return ", ".join(details(name, dim) for name, dim in self.embedders.items())
 
 
+def store_folder_here(settings: Any) -> str:
+    """What ``Collection.store_folder`` records of a collection whose vectors are written in
+    this process's data folder (resolved: a folder reached by a link is the same folder)."""
+    return os.path.realpath(settings.data_dir)
+
+
 def wrong_data_folder(session: Session, settings: Any, store: Any,
                       coll: md.Collection) -> str | None:
     """Why FACET_DATA_DIR may not be the data folder of ``coll``, whose store folder is missing
@@ -667,7 +673,7 @@ def wrong_data_folder(session: Session, settings: Any, store: Any,
     collections of the embedded store with chunks, none has its store folder here."""
     if settings.database_url is None or store.backend != "edge" or coll.backend != "edge":
         return None
-    here = os.path.realpath(settings.data_dir)
+    here = store_folder_here(settings)
     if coll.store_folder is not None:
         if coll.store_folder == here:
             return None

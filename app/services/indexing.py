@@ -79,7 +79,9 @@ from app.services.collections import (
     removal_rerun_hint,
     resume_command,
     stopped_before_interrupted_existed,
+    store_folder_here,
     store_place,
+    wrong_data_folder,
 )
 from app.services.context import ServiceContext
 from app.services.search import (
@@ -3437,8 +3439,6 @@ class IndexService:
         the other collections of the database, their folders still missing beside this one's,
         read "`facet delete NAME` removes it" once more (the verification round of the sixth
         session of 2026-12-05)."""
-        from app.services.collections import wrong_data_folder
-
         if coll.backend != self.store.backend or not md.count_chunks(session, coll.id):
             return
         why = wrong_data_folder(session, self.ctx.settings, self.store, coll)
@@ -3473,7 +3473,7 @@ class IndexService:
             existed = self.store.collection_exists(coll.name)
             if not existed and moved_from is None:
                 self._refuse_wrong_folder(session, coll)
-            here = os.path.realpath(self.ctx.settings.data_dir)
+            here = store_folder_here(self.ctx.settings)
             if self.store.backend == "edge" and coll.store_folder != here:
                 # Where its vectors are (``wrong_data_folder``): recorded by the run that makes
                 # or finds them here (a folder moved since, a collection of an older Facet);
