@@ -962,7 +962,8 @@ class Facet:
         ``error``): the ``limit`` after the first ``offset``; ``not_shown`` counts those
         matching past the page, so pages of one ``limit`` read every document once (while none
         is added or removed). ``status`` (indexed, error, pending) and ``prefix`` (how the key
-        starts: a folder's path, a record id's start; case kept, no wildcards) narrow them.
+        or the ``source`` starts: a folder's path, a csv/jsonl file's path, whose records are
+        keyed by their ids, a record id's start; case kept, no wildcards) narrow them.
         Read by SQL alone (a LIMIT, an OFFSET and one COUNT): the vector store is not opened.
 
         Raises:

@@ -32,6 +32,7 @@ from sqlalchemy import (
     delete,
     event,
     func,
+    or_,
     select,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -673,13 +674,15 @@ def page_documents(session: Session, collection_id: int, limit: int, *, offset: 
     """A page of a collection's documents in key order (the (collection, key) unique index's
     order: pages of one ``limit`` read every document once while none is added or removed),
     ``limit`` of them after the first ``offset`` (an SQL LIMIT and OFFSET), and how many match
-    in all (one COUNT); ``status`` and ``prefix`` (the key's start, compared as text: no LIKE
-    wildcards, case kept) narrow both. Their chunks and vectors are not loaded."""
+    in all (one COUNT); ``status`` and ``prefix`` (the start of the key or of the source, the
+    file it was read from, so a csv's records are found by the file's path; compared as text:
+    no LIKE wildcards, case kept) narrow both. Their chunks and vectors are not loaded."""
     where = [Document.collection_id == collection_id]
     if status is not None:
         where.append(Document.status == status)
     if prefix:
-        where.append(func.substr(Document.key, 1, len(prefix)) == prefix)
+        where.append(or_(func.substr(Document.key, 1, len(prefix)) == prefix,
+                         func.substr(Document.source, 1, len(prefix)) == prefix))
     query = select(Document).where(*where).order_by(Document.key).limit(limit)
     if offset > 0:
         query = query.offset(offset)

@@ -41,23 +41,35 @@ def shown_key(key: str, uploads: Path | None) -> str:
     return printable(key)
 
 
+def shown_document(doc: DocumentInfo, uploads: Path | None) -> str:
+    """A document as the page names it: its key (``shown_key``), and for a record keyed by its
+    id (a csv/jsonl file's) the file it was read from, as `facet documents` says "from SOURCE"
+    (a bare id did not say which upload it came from)."""
+    shown = shown_key(doc.key, uploads)
+    if doc.source and doc.source != doc.key and not doc.key.startswith(doc.source):
+        shown += f" (from {shown_key(doc.source, uploads)})"
+    return shown
+
+
 def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[list[Any]]:
-    """One row per document: its key (``shown_key``), title, status (an error's reason after
-    it), chunks (a number, so the column sorts as numbers), when its row was last written."""
+    """One row per document: its name (``shown_document``), title, status (an error's reason
+    after it), chunks (a number, so the column sorts as numbers), when its row was last
+    written."""
     rows: list[list[Any]] = []
     for d in docs:
         # An upload's error names it by the name it was uploaded under, as the key and the Index
         # tab's errors table do (it showed the server's data folder: "DATA/uploads/C/a.txt").
         status = (f"{d.status}: {printable(source_relative(d.error, None if uploads is None else str(uploads)))}"
                   if d.status == "error" and d.error else d.status)
-        rows.append([shown_key(d.key, uploads), printable(d.title or ""), status, d.chunks,
+        rows.append([shown_document(d, uploads), printable(d.title or ""), status, d.chunks,
                      d.updated_at.replace("T", " ")[:19]])
     return rows
 
 
 def removal_choices(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[tuple[str, str]]:
-    """The "remove" checkboxes of a page: each document's shown key, its value the real key."""
-    return [(shown_key(d.key, uploads), d.key) for d in docs]
+    """The "remove" checkboxes of a page: each document as the table names it, its value the
+    real key."""
+    return [(shown_document(d, uploads), d.key) for d in docs]
 
 
 def page_text(collection: str, shown: int, offset: int, not_shown: int, status: str | None,

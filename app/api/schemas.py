@@ -356,8 +356,10 @@ class DocumentListQuery(_Query):
         default=None, description="only the documents of this status: `indexed`, `error` "
                                   "(could not be indexed; `error` says why) or `pending`")
     prefix: str | None = Field(
-        default=None, description="only the documents whose key starts with this (a folder's "
-                                  "path, a record id's start; case kept, no wildcards)")
+        default=None, description="only the documents whose key, or the file they were read "
+                                  "from (`source`), starts with this (a folder's path, a "
+                                  "csv/jsonl file's path, a record id's start; case kept, no "
+                                  "wildcards)")
 
 
 # --------------------------------------------------------------------------- responses

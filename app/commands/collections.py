@@ -1139,8 +1139,9 @@ def register(cli: typer.Typer) -> None:
                  "with why)")] = None,
         prefix: Annotated[str | None, typer.Option(
             "--prefix", metavar="KEY_PREFIX",
-            help="only the documents whose key starts with KEY_PREFIX (a folder's path, a "
-                 "record id's start; case kept, no wildcards)")] = None,
+            help="only the documents whose key, or the file they were read from, starts with "
+                 "KEY_PREFIX (a folder's path, a csv/jsonl file's path, a record id's start; "
+                 "case kept, no wildcards)")] = None,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: a list, as GET /collections/NAME/documents "
                            "(the documents left out said on stderr)")] = False,
@@ -1167,7 +1168,7 @@ def register(cli: typer.Typer) -> None:
                                            DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED), err=True)
             return
         which = f"{status} document" if status else "document"
-        narrowed = (f" whose key starts with {printable(prefix)}" if prefix else "")
+        narrowed = (f" whose key or file starts with {printable(prefix)}" if prefix else "")
         if not docs and offset:
             typer.echo(f"no {which}s{narrowed} past the first {offset:,}: collection "
                        f"{printable(collection)} has {plural(there, which, grouped=True) if there else 'none'}"

@@ -2041,7 +2041,8 @@ class CollectionService:
                   status: str | None = None, prefix: str | None = None) -> DocumentList:
         """A page of ``collection``'s documents in key order: the ``limit`` after the first
         ``offset`` (an SQL LIMIT and OFFSET on the (collection, key) index), ``status`` and
-        ``prefix`` (how the key starts, compared as text, case kept) narrowing them.
+        ``prefix`` (how the key or the source starts, compared as text, case kept) narrowing
+        them.
         ``not_shown`` says how many more match past the page (one COUNT), so pages of one
         ``limit`` read every document once; documents indexed or removed while paging shift
         later pages by as many. Nothing is read from the vector store.

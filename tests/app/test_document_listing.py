@@ -132,6 +132,11 @@ def test_status_and_prefix_narrow_the_page_and_the_count(facet, corpus) -> None:
     # Text, not a LIKE pattern: "%" and "_" match themselves only; case is kept.
     assert facet.documents("docs", prefix="%") == [] and facet.documents("docs", prefix="R") == []
     assert [d.key for d in facet.documents("docs", prefix="r")] == [f"r{i}" for i in range(1, 6)]
+    # Or the source's start: a record file's path finds its records, its folder every document
+    # read from under it.
+    recs = facet.documents("docs", prefix=str(src / "recs.jsonl"))
+    assert [d.key for d in recs] == [f"r{i}" for i in range(1, 6)] and recs.not_shown == 0
+    assert len(facet.documents("docs", limit=100, prefix=f"{src}/")) == 30
 
 
 @pytest.mark.parametrize(("kwargs", "param"), [
@@ -225,7 +230,7 @@ def test_a_printed_key_pastes_into_facet_delete(corpus, tmp_path) -> None:
     gone = invoke_cli("delete", "docs", "--document", pasted, "-y", env=env)
     assert gone.returncode == 0, gone.stderr
     after = invoke_cli("documents", "docs", "--prefix", odd, env=env)
-    assert after.stdout.startswith("no documents whose key starts with")
+    assert after.stdout.startswith("no documents whose key or file starts with")
     # Every key of a page, pasted as printed, removes its documents.
     page = invoke_cli("documents", "gone", env=env).stdout.splitlines()
     keys = [shlex.split(line)[0] for line in page]
@@ -288,6 +293,13 @@ def test_a_relative_prefix_naming_a_folder_here_is_its_absolute_path(corpus, mon
     assert keys == [d["key"] for d in json.loads(absolute.stdout)] and len(keys) >= 12, keys
     records = invoke_cli("documents", "docs", "--prefix", "r", "--json", env=env)
     assert [d["key"] for d in json.loads(records.stdout)] == [f"r{i}" for i in range(1, 6)]
+    # A jsonl file's path lists its records (keyed by their ids: it listed none, "no documents
+    # whose key starts with .../recs.jsonl"), as the lines say where they were read from.
+    from_file = invoke_cli("documents", "docs", "--prefix", "recs.jsonl", env=env)
+    assert from_file.returncode == 0, from_file.stderr
+    assert [line.split()[0] for line in from_file.stdout.splitlines()] == [
+        f"r{i}" for i in range(1, 6)]
+    assert all(line.endswith(f"from {src / 'recs.jsonl'}") for line in from_file.stdout.splitlines())
     bad = invoke_cli("documents", "docs", "--prefix", "caf\udce9", env=env)
     assert bad.returncode == 4 and "--prefix is not UTF-8 text (byte 0xE9" in bad.stderr
     # Through a linked folder: keys are the resolved paths (`facet index` resolves its source),

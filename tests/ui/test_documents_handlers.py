@@ -72,22 +72,26 @@ def test_an_uploads_error_names_it_by_its_file_name(setup) -> None:
 def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     from ui import documents
 
-    _, h = setup
+    facet, h = setup
     monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)
+    # A record keyed by its id says the file it was read from (here a server folder's).
+    notes = str(facet.settings.data_dir.parent / "notes.jsonl")
     rows, line, offset, _, previous, following = h.documents_first("notes", "all", "")
+    assert rows[0][0] == f"n0 (from {notes})"
+    rows = [[r[0].removesuffix(f" (from {notes})"), *r[1:]] for r in rows]
     assert [r[0] for r in rows] == ["n0", "n1", "n2", "n3"]
     assert "documents 1–4 of 6" in line and "2 more not shown" in line
     assert previous["interactive"] is False and following["interactive"] is True
     rows, line, offset, _, previous, following = h.documents_next("notes", "all", "", offset)
-    assert [r[0] for r in rows] == ["n4", "n5"] and offset == 4
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and offset == 4
     assert "documents 5–6 of 6" in line and "not shown" not in line
     assert previous["interactive"] is True and following["interactive"] is False
     rows, *_ = h.documents_previous("notes", "all", "", offset)
-    assert [r[0] for r in rows] == ["n0", "n1", "n2", "n3"]
+    assert [r[0].split()[0] for r in rows] == ["n0", "n1", "n2", "n3"]
     rows, line, *_ = h.documents_first("notes", "error", "")
     assert rows == [] and "No error documents" in line
     rows, *_ = h.documents_first("notes", "indexed", "n5")
-    assert [r[0] for r in rows] == ["n5"]
+    assert [r[0].split()[0] for r in rows] == ["n5"]
     # An upload's name typed as the prefix finds it (its key is a path in the data folder).
     rows, line, *_ = h.documents_first("uploaded", "all", "beta")
     assert [r[0] for r in rows] == ["beta-report.md"]
@@ -95,6 +99,27 @@ def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     # Shown as typed: a backslash was doubled (repr), "C:\\docs" for C:\docs.
     rows, line, *_ = h.documents_first("notes", "all", "C:\\docs")
     assert rows == [] and "starts with 'C:\\docs' in" in html.unescape(line), line
+
+
+def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup) -> None:
+    """An uploaded csv's records are keyed by their ids: the page showed "t1", "t2" (which
+    upload?), and "tickets" typed in the "Key or file name starts with" box found nothing."""
+    facet, h = setup
+    folder = facet.upload_folder("uploaded")
+    (folder / "tickets.csv").write_text("id,text\nt1,card declined at the shop\n"
+                                        "t2,refund still not arrived\n")
+    facet.index(folder, "uploaded")
+    rows, line, _, remove, *_ = h.documents_first("uploaded", "all", "tickets")
+    assert [r[0] for r in rows] == ["t1 (from tickets.csv)", "t2 (from tickets.csv)"]
+    assert "documents 1–2 of 2 whose key or name starts with 'tickets'" in html.unescape(line)
+    assert [c[1] for c in _choices(remove)] == ["t1", "t2"]  # removed by their keys
+    data = str(facet.settings.data_dir)
+    assert not any(data in str(cell) for r in rows for cell in r)
+    # The uploads' own files are found as before, and a record id's start still finds it.
+    rows, *_ = h.documents_first("uploaded", "all", "beta")
+    assert [r[0] for r in rows] == ["beta-report.md"]
+    rows, *_ = h.documents_first("uploaded", "all", "t2")
+    assert [r[0] for r in rows] == ["t2 (from tickets.csv)"]
 
 
 def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
