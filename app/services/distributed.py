@@ -1041,7 +1041,7 @@ class ChunkedIndexService:
                                             job.docs_deleted)
         if said:
             notes.insert(0, said)
-        if not cancelled and left_empty(session, coll, job):
+        if left_empty(session, coll, job):  # (cancelled too, as the in-process runner says)
             notes.append(left_empty_note(coll.name))
         J = md.IndexJob
         done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(

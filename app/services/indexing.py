@@ -2223,7 +2223,9 @@ class IndexService:
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
                 if report.collection_removed:
                     report.message = removed_collection_message(report, source)
-            elif report.state == "completed" and released:
+            elif report.state in ("completed", "cancelled") and released:
+                # Cancelled before it wrote a document too: "nothing was written" read as if
+                # no collection had been made, and the empty one it made was named nowhere.
                 self._note_left_empty(session, coll, job)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,

@@ -235,6 +235,41 @@ def test_a_worker_job_cancelled_during_its_last_chunk_says_as_the_in_process_one
     assert (again.state, again.docs_skipped, again.docs_indexed) == ("completed", 4, 0)
 
 
+def test_a_job_cancelled_before_it_wrote_names_the_empty_collection_made_for_it(
+        facet, tmp_path) -> None:
+    """A running job cancelled before its first document went in ended "cancelled before any
+    document was indexed: nothing was written", and the collection made for it stayed listed
+    (0 documents), named nowhere; a queued one's cancel and a completed empty run say so. The
+    chunk protocol (a worker's) and the in-process background runner alike."""
+    from app.services.distributed import ChunkedIndexService
+
+    write_corpus(tmp_path / "src", 4)
+    service = ChunkedIndexService(facet.context)
+    prepared = facet.indexing.prepare(tmp_path / "src", "w", runner="celery")
+    numbers = service.plan(prepared, 2)
+    assert numbers == [0, 1] and facet.cancel_job(prepared.job_id).state == "running"
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = facet.job(prepared.job_id)
+    assert (job.state, job.docs_indexed) == ("cancelled", 0)
+    assert job.message == ("cancelled before any document was indexed: nothing was written; "
+                           "collection 'w' was made for this job and holds no indexed document: "
+                           "`facet delete w` (DELETE /collections/w) removes it")
+    assert facet.collection("w").documents_indexed == 0
+
+    # A collection that holds documents gets no such note. (The in-process runner's first run
+    # cancelled before it wrote: test_cancel_big_document.py.)
+    facet.index(tmp_path / "src", "w")
+    (tmp_path / "src" / "new.txt").write_text("one more short document to index")
+    again = facet.indexing.prepare(tmp_path / "src", "w", runner="celery")
+    numbers = service.plan(again, 2)
+    facet.cancel_job(again.job_id)
+    for n in numbers:
+        service.run_chunk(again.job_id, n)
+    job = facet.job(again.job_id)
+    assert job.state == "cancelled" and "made for this job" not in (job.message or "")
+
+
 def test_a_worker_job_cancelled_during_its_optimize_completes_and_says_too_late(facet, tmp_path,
                                                                                  monkeypatch) -> None:
     """As the in-process runner: a cancel during the store's optimize is too late (it ended
