@@ -807,9 +807,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             on_pick(examples, box, "value || undefined")
         # The Cluster and Index tabs offer the allowed embedders and, once a collection is
         # picked, the specs with options it was indexed with (minilm[instruction_weight=1]).
-        for collection, embedder in ((k_collection, k_embedder), (i_collection, i_embedder)):
-            collection.change(h.embedder_choices, collection, embedder,
-                              api_visibility="private", **light)
+        for collection, embedder, choices in ((k_collection, k_embedder, h.cluster_embedder_choices),
+                                              (i_collection, i_embedder, h.embedder_choices)):
+            collection.change(choices, collection, embedder, api_visibility="private", **light)
 
         search_event = run_button(s_button, [s_button.click, *submits(s_query, s_instruction,
                                                                       s_filters, s_k)], h.search,

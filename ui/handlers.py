@@ -440,13 +440,40 @@ class UiHandlers:
         return (gr.update(choices=choices, value=value),
                 gr.update(choices=self.examples_for(collection), value=None))
 
-    @ui_errors
-    def embedder_choices(self, collection: str | None) -> Any:
-        """The Cluster and Index tabs' embedders for the picked collection: the allowed ones and
-        the specs with options the collection recorded (the picker's value is kept)."""
+    def _offered(self, collection: str | None) -> list[str]:
+        """The allowed embedders and the specs with options ``collection`` recorded."""
         recorded = [self._choice(vector, spec) for vector, spec in self._recorded(collection).items()
                     if vector in self._allowed()]
-        return gr.update(choices=list(dict.fromkeys(self.embedders() + recorded)))
+        return list(dict.fromkeys(self.embedders() + recorded))
+
+    @ui_errors
+    def embedder_choices(self, collection: str | None) -> Any:
+        """The Index tab's embedders for the picked collection: the allowed ones and the specs
+        with options the collection recorded (the picker's value is kept)."""
+        return gr.update(choices=self._offered(collection))
+
+    @ui_errors
+    def cluster_embedder_choices(self, collection: str | None) -> Any:
+        """The Cluster tab's embedders for the picked collection (as ``embedder_choices``) and,
+        where it has one offered here, the one it searches with by default
+        (``CollectionInfo.default_embedder``), as `facet cluster --collection` and POST /cluster
+        cluster it when no embedder is named. The picker kept the server's default (minilm):
+        a collection indexed with InstEmb was clustered with minilm's vectors, unlike the CLI
+        and the API given the same options."""
+        offered = self._offered(collection)
+        name = (collection or "").strip()
+        if not name:
+            return gr.update(choices=offered)
+        try:
+            info = self.facet.collection(name)
+        except FacetError:
+            return gr.update(choices=offered)
+        default = info.default_embedder
+        if default is None or default not in info.embedders:
+            return gr.update(choices=offered)
+        choice = self._choice(default, info.sources.get(default))
+        return gr.update(choices=offered, value=choice) if choice in offered else \
+            gr.update(choices=offered)
 
     # --------------------------------------------------------------- search
 

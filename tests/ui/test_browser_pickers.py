@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 
 from .conftest import served_notes_ui
-from .test_browser import CHROMIUM, browser_page, open_tab, toast_text
+from .test_browser import CHROMIUM, browser_page, fill_picker, open_tab, toast_text
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
                              "chromium` (Playwright's browser download is not used)")
+
+
+SPECCED = "minilm[instruction_weight=1]"
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +33,11 @@ def served(minilm, tmp_path_factory) -> Iterator[tuple[Any, Any, Path]]:
         (root / name).mkdir()
         (root / name / "a.txt").write_text(f"Notes kept in {name}.")
     with served_notes_ui(root, minilm, tmp_path_factory.mktemp("exports")) as (demo, facet):
+        from app.services.indexing import IndexOptions
+
+        # A collection read with another embedder than the server's default (the Cluster tab's).
+        facet.index(root / "docs3", "specced", IndexOptions(embedder=SPECCED))
+        facet.index(root / "docs3", "plain")  # ("notes" is deleted by a test here)
         yield demo, facet, root
 
 
@@ -133,3 +141,14 @@ def test_a_refusal_leaves_the_tables_the_box_and_the_upload_zone(page) -> None:
     page.click("#delete-button")
     page.locator("#delete-status", has_text="does not match").wait_for(state="detached")
     expect(page.locator("#collections-table")).not_to_contain_text("notes")
+
+
+def test_the_cluster_tabs_embedder_follows_the_collection_picked(page) -> None:
+    """Picking a collection on the Cluster tab picks the embedder it was read with, as the CLI
+    and POST /cluster cluster it when none is named; the picker kept the server's default
+    (minilm), so a collection indexed with InstEmb was clustered with minilm's vectors."""
+    open_tab(page, "Cluster")
+    picked = "(document.querySelector('#cluster-embedder input') || {}).value === "
+    for collection, embedder in (("plain", "minilm"), ("specced", SPECCED), ("plain", "minilm")):
+        fill_picker(page, "#cluster-collection", collection)
+        page.wait_for_function(picked + repr(embedder))

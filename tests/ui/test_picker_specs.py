@@ -106,6 +106,17 @@ def test_cluster_and_index_offer_and_take_the_recorded_spec(indexed) -> None:
     h = handlers(facet)
     assert h.embedder_choices(None)["choices"] == h.embedders()
     assert h.embedder_choices("c1")["choices"] == [*h.embedders(), SPEC]
+    assert "value" not in h.embedder_choices("c1")  # the Index tab keeps what is picked
+    # The Cluster tab picks the collection's own (the CLI's and POST /cluster's with no
+    # embedder named): it kept the server's default, minilm, whose plain vectors are not c1's
+    # reading (an InstEmb collection was clustered with minilm's).
+    picked = h.cluster_embedder_choices("c1")
+    assert (picked["choices"], picked["value"]) == ([*h.embedders(), SPEC], SPEC)
+    assert facet.collection("c1").default_embedder == "minilm"
+    for other in (None, "", "no-such-collection"):
+        assert "value" not in h.cluster_embedder_choices(other)
+    # Where the collection's embedder is not offered here, the picker is left as it is.
+    assert "value" not in handlers(facet, api_models=["backbone-mean"]).cluster_embedder_choices("c1")
     summary, _figure, rows, _csv = h.cluster("collection", "c1", "", 0, None, None, None, None,
                                              None, "What does the customer want?", 2, SPEC, None)
     assert "embedder minilm" in summary and len(rows) == 2
