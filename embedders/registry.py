@@ -1194,7 +1194,7 @@ def _unknown(spec: object) -> UnknownEmbedderError | CheckpointError:
                "FACET_CHECKPOINT_DIR to a folder of checkpoints, such as a Facet checkout's "
                "checkpoints/)" if not root.is_dir() else "")
     # A plugin that failed to load would otherwise leave only "unknown embedder" for its names.
-    failed = "".join(f"; plugin {plugin} failed to load: {error}" for plugin, error in _PLUGIN_ERRORS.items())
+    failed = plugin_failures()
     unseen = (f" (this user may not look into the current folder {_cwd()}, so no folder there "
               "could be found)" if _bare(spec) and _cwd_unreadable() else "")
     return UnknownEmbedderError(
@@ -1459,6 +1459,13 @@ _builtins_ready = False  # done: every other thread may read the registry
 # exploration of the sixth session of 2026-12-02).
 _BUILTINS_LOCK = threading.RLock()
 _PLUGIN_ERRORS: dict[str, str] = {}  # plugin -> why it did not load
+
+
+def plugin_failures() -> str:
+    """"; plugin P failed to load: WHY" for each plugin that did not load, for a refusal of a
+    name that may have been one of theirs ("" where every plugin loaded)."""
+    return "".join(f"; plugin {plugin} failed to load: {error}"
+                   for plugin, error in _PLUGIN_ERRORS.items())
 
 
 def _ensure_builtins() -> None:

@@ -471,9 +471,14 @@ def _check_model(facet: Facet, name: str | None, field: str,
         # list names it so (a client could otherwise fill the server's memory with variants).
         options = ("; a name with [options] is served only when FACET_API_MODELS lists it exactly "
                    "as requested" if "[" in name else "")
+        # A client cannot see the server's start-up warning: a name no embedder registered may
+        # be a plugin's that failed to load, said as the CLI says it.
+        from embedders.registry import embedder_names, plugin_failures, without_options
+
+        failed = plugin_failures() if without_options(name) not in embedder_names() else ""
         raise UnknownModelError(f"{field} {name!r} is not served here; available: "
                                 f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)"
-                                f"{options}", param=field)
+                                f"{options}{failed}", param=field)
 
 
 DISCONNECT_POLL_S = 0.5

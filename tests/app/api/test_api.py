@@ -794,3 +794,24 @@ def test_a_job_with_many_errors_returns_the_first_ones_and_their_total(client, t
     assert listed[0]["errors"] == [] and listed[0]["errors_total"] == 300
     declared = {p["name"]: p for p in spec["paths"]["/jobs/{job_id}"]["get"]["parameters"]}
     assert declared["errors"]["schema"]["maximum"] == 1000
+
+
+def test_a_name_a_failed_plugin_may_have_registered_says_why_as_the_cli_does(client,
+                                                                             monkeypatch) -> None:
+    """The CLI's "unknown embedder" repeats a failed plugin's error (docs/plugins.md); the API's
+    404 did not, and its client, who cannot see the server's start-up warning, was sent to
+    FACET_API_MODELS. A registered name merely not served gets no word of plugins."""
+    from embedders import registry
+
+    why = "ModuleNotFoundError: No module named 'nonexistent_module_xyz'"
+    monkeypatch.setattr(registry, "_PLUGIN_ERRORS", {"bad_import (from FACET_PLUGINS)": why})
+    r = client.post("/v1/embeddings", json={"model": "bimp", "input": ["a"]})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found", r.text
+    assert r.json()["error"]["message"].endswith(
+        f"; plugin bad_import (from FACET_PLUGINS) failed to load: {why}")
+    clustered = client.post("/cluster", json={"texts": ["a", "b", "c"], "instruction": "x",
+                                              "embedder": "bimp", "k": 2})
+    assert clustered.status_code == 404 and why in clustered.text, clustered.text
+    served_not = client.post("/v1/embeddings", json={"model": "minilm[instruction_weight=1]",
+                                                     "input": ["a"]})
+    assert served_not.status_code == 404 and "plugin" not in served_not.text, served_not.text
