@@ -12,7 +12,7 @@ from app.commands.common import expand_home, handle_errors, path_value, stdout_m
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.settings import get_settings
-from app.text import check_text_encodable, printable_json
+from app.text import check_text_encodable, plural, printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -410,11 +410,21 @@ def eval_cmd(
             json_path, md_path = write_report(report, out_dir, command)
         except OSError as e:
             raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
-        typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
+        typer.echo(f"\nwrote {json_path} and {md_path} ({cache_summary(cache)})")
         failed = [f"{run.embedder} {r.task}" for run in report.runs for r in run.results if r.error]
         if failed:  # the figures are written; the exit code says some are missing
             raise DataError(f"{len(failed)} task(s) have no score ({', '.join(failed)}): their errors are "
                             "above and in results.json; the other figures are written")
+
+
+def cache_summary(cache: Any) -> str:
+    """The report line's account of the embedding cache: its hits and the texts encoded, and
+    the texts a task repeats (encoded once); with `--no-cache`, no cache named (it said
+    "cache: 5 hits" of STS-B's repeated sentences)."""
+    repeats = f", {plural(cache.repeats, 'repeated text')} encoded once" if cache.repeats else ""
+    if cache.root is None:
+        return f"no cache (--no-cache): {plural(cache.misses, 'text')} encoded{repeats}"
+    return f"cache: {plural(cache.hits, 'hit')}, {cache.misses} encoded{repeats}"
 
 
 def _note_earlier_report(out_dir: Path, embedder: str, *, named: bool) -> None:

@@ -62,8 +62,11 @@ class EmbeddingCache:
         self.root = Path(root) if root is not None else None
         self.write_every = write_every
         self._loaded: dict[Path, dict[str, np.ndarray]] = {}
-        self.hits = 0
-        self.misses = 0
+        self.hits = 0  # texts found in the cache
+        self.misses = 0  # texts encoded (each distinct text of a call once)
+        # Texts repeated within a call, encoded once with their first (a cache or not): counted
+        # as hits, `--no-cache` said "cache: 5 hits" of STS-B's repeated sentences.
+        self.repeats = 0
         self.written = 0  # embeddings this run saved (a stopped run's note says how many)
 
     def _bucket(self, identity: str, role: str, instruction: str | None) -> Path | None:
@@ -136,10 +139,14 @@ class EmbeddingCache:
         bucket = self._bucket(identity, role_value, instr)
         table = self._load_bucket(bucket) if bucket is not None else {}
         missing: dict[str, str] = {}
+        found = 0
         for k, t in zip(keys, texts, strict=True):
-            if k not in table and k not in missing:
+            if k in table:
+                found += 1
+            elif k not in missing:
                 missing[k] = t
-        self.hits += len(keys) - len(missing)
+        self.hits += found
+        self.repeats += len(keys) - found - len(missing)
         self.misses += len(missing)
         if missing:
             # Longest first across the whole call, as the embedder would order one call's

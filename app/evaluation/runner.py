@@ -190,6 +190,7 @@ class EvalRunner:
             "use_instructions": self.use_instructions,
             "cache_hits": self.cache.hits,
             "cache_misses": self.cache.misses,
+            "repeated_texts": self.cache.repeats,
         }
         return EvalReport(suite, runs, settings)
 

@@ -104,7 +104,12 @@ def test_a_killed_encode_keeps_its_finished_parts_and_the_rerun_does_only_the_re
     emb.encoded.clear()
     cache = EmbeddingCache(tmp_path, write_every=4)
     out = cache.encode(emb, texts, role="document", instruction=None)
-    assert len(emb.encoded) == 2 and (cache.hits, cache.misses) == (8, 2)
+    assert len(emb.encoded) == 2 and (cache.hits, cache.misses, cache.repeats) == (8, 2, 0)
+    cache.encode(emb, [texts[0], texts[0]], role="document", instruction=None)
+    assert (cache.hits, cache.misses, cache.repeats) == (10, 2, 0)  # each found in the cache
+    from app.commands.eval import cache_summary
+
+    assert cache_summary(cache) == "cache: 10 hits, 2 encoded"
     whole = EmbeddingCache(None).encode(emb, texts, role="document", instruction=None)
     np.testing.assert_allclose(out, whole, atol=1e-7)  # in the caller's order, parts or not
     with pytest.raises(ValueError, match="write_every"):
@@ -117,6 +122,13 @@ def test_disabled_cache_always_encodes() -> None:
     cache.encode(emb, ["a"], role="query", instruction=None)
     cache.encode(emb, ["a"], role="query", instruction=None)
     assert len(emb.encoded) == 2
+    # A text repeated within a call is encoded once, and is no cache hit: `--no-cache` said
+    # "cache: 5 hits" of STS-B's repeated sentences.
+    cache.encode(emb, ["b", "c", "b"], role="query", instruction=None)
+    assert (cache.hits, cache.misses, cache.repeats) == (0, 4, 1)
+    from app.commands.eval import cache_summary
+
+    assert cache_summary(cache) == "no cache (--no-cache): 4 texts encoded, 1 repeated text encoded once"
     assert cache.encode(emb, [], role="query", instruction=None).shape == (0, 8)
 
 
