@@ -697,6 +697,11 @@ def _number_texts(value: int | float) -> tuple[str, ...]:
 _EXACT_FLOAT = 2**53
 
 
+def _number_text(value: int | float) -> str:
+    """A filter's number as a stored text of it would read (5.0 as "5")."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -2121,11 +2126,13 @@ class SearchService:
                     return []
                 for key, value in filters.items():
                     name = _field_name(key)
-                    wanted = [v for v in (value if isinstance(value, list | tuple) else [value])
-                              if isinstance(v, str)]
+                    values = value if isinstance(value, list | tuple) else [value]
+                    wanted = [v for v in values if isinstance(v, str)]
+                    numbers = [v for v in values if _is_number(v)]
                     # (held: one value read of the field, a list or a number too: None where no
                     # document holds the field, which its own note says)
-                    if held.get(key) is None or not wanted or '"' in name or "\\" in name:
+                    if held.get(key) is None or not (wanted or numbers) or '"' in name \
+                            or "\\" in name:
                         continue
                     seen: set[str] = set()
                     rows = others = 0
@@ -2139,6 +2146,18 @@ class SearchService:
                             others += any(not isinstance(item, str) for item in items)
                     if others:  # numbers too: a "2" for a 2 is the type hint's (``filter_type_hint``)
                         wanted = [item for item in wanted if not _reads_as_number(item)]
+                    elif numbers and rows < _VALUE_ROWS:
+                        # Every value read, and text only: a number never matches here. Where its
+                        # text twin is held ("5" for 5) the type hint says so; else it got no
+                        # word at all (`{"category": 5}` found nothing, `"5"` was said unheld).
+                        strays = [_number_text(n) for n in numbers if _number_text(n) not in seen]
+                        if strays and seen:
+                            said_numbers = (strays[0] if len(strays) == 1 else
+                                            f"{', '.join(strays[:-1])} or {strays[-1]}")
+                            notes.append(
+                                f"no document has the number {said_numbers} in field {name!r}: it "
+                                f"holds text (such as {sorted(seen)[0]!r}), and a number matches "
+                                "only a number")
                     said = 0
                     for item in wanted:
                         forms = _either_form(item)

@@ -62,6 +62,13 @@ def test_an_empty_filtered_search_names_the_keys_no_document_holds(make_ctx, tmp
     assert why("topic=fnance", "topic=chemistry") == (
         "check the filters; no document has 'fnance' in field 'topic' (did you mean 'finance'?); "
         "no document has 'chemistry' in field 'topic'")
+    # A number on a field of text never matches; with no "5" held either, it was told nothing
+    # (`{"topic": 5}` an empty result with no note, `"5"` said unheld: the API review).
+    assert why("topic:=5") == ("check the filters; no document has the number 5 in field 'topic': "
+                               "it holds text (such as 'finance'), and a number matches only a number")
+    assert why("topic:=5", "topic:=2.0") == (
+        "check the filters; no document has the number 5 or 2 in field 'topic': it holds text "
+        "(such as 'finance'), and a number matches only a number")
     # A dotted key is one field, and held.
     assert why("a.b=y") == "check the filters; no document has 'y' in field 'a.b'"
     # Each value held, only not by one document together: nothing to say of a value.
