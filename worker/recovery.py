@@ -42,8 +42,35 @@ from app.remote import INDEX_CHUNK_TASK, INDEX_JOB_TASK
 
 logger = logging.getLogger(__name__)
 
+# Each metadata database's workers sweep under keys of their own (``database_tag``): one lock
+# and one suspects hash for every database on a broker let a worker on another database (a
+# wrong FACET_DATA_DIR, a second deployment on the same Redis) win the lock at every sweep,
+# sweep only its own database and clear the suspects, so the right database's lost tasks were
+# never sent again while it ran (a planner task it had dropped after its send-backs included).
 LOCK_KEY = "facet:orphan-sweep"
 SUSPECTS_KEY = "facet:orphan-suspects"
+
+
+def database_tag(url: str) -> str:
+    """A short, stable tag of the metadata database at ``url``, the same for every worker on
+    it: a SQLite file by its resolved path, any other by backend, user, host, port and name
+    (never the password). Workers reaching one database under two host names get two tags:
+    both sweep it, and a task sent twice is harmless (a chunk done is skipped)."""
+    import hashlib
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # (the settings check refuses such a URL before a worker starts)
+        return hashlib.sha256(url.encode()).hexdigest()[:12]
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        where = os.path.realpath(parsed.database) if parsed.database else ":memory:"
+    else:
+        where = f"{parsed.username or ''}@{parsed.host or ''}:{parsed.port or ''}/{parsed.database or ''}"
+    return hashlib.sha256(f"{backend}|{where}".encode()).hexdigest()[:12]
 UNACKED_KEY = "unacked"  # kombu's default unacked_key
 PRIORITY_SEP = "\x06\x16"  # kombu's separator of a queue's priority lists
 
@@ -142,16 +169,16 @@ def number_ranges(numbers: Iterable[int]) -> str:
     return ", ".join(out)
 
 
-# Both ways a chunk task is lost: nothing tells the sweeper which one it was.
+# The ways a chunk task is lost: nothing tells the sweeper which one it was.
 _LOST_CAUSES = ("lost with a worker killed as it took {it} off the queue, or with the broker's "
-                "data (a Redis flushed, or restarted without AOF persistence)")
+                "data (a Redis flushed, or restarted without AOF persistence), or dropped by a "
+                "worker on another database")
 
 
 def lost_plan_message(job_id: int) -> str:
     """The sweeper's log line for the planner task of job ``job_id`` it sends again."""
     return (f"job {job_id}: its planner task is in no queue and no worker holds it: "
-            f"{_LOST_CAUSES.format(it='it')}, or dropped by a worker on another database; sent "
-            "again")
+            f"{_LOST_CAUSES.format(it='it')}; sent again")
 
 
 def lost_message(job_id: int, numbers: list[int]) -> str:
@@ -173,11 +200,17 @@ class OrphanSweeper:
         send: sends the task of ``(job id, number)``.
         interval: seconds between sweeps; also the least time a chunk must stay missing.
         name: this worker's name (held in the lock, for whoever inspects Redis).
+        database: the metadata database's ``database_tag``: the lock and the suspects are
+            its own, so workers on other databases sharing the broker neither hold this
+            database's sweep nor clear its suspects ("": the untagged keys).
     """
 
     def __init__(self, client: Any, sessions: Any, send: Callable[[int, int], None],
                  interval: float, name: str = "worker",
-                 send_plan: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+                 send_plan: Callable[[int, dict[str, Any]], None] | None = None,
+                 database: str = "") -> None:
+        self.lock_key = f"{LOCK_KEY}:{database}" if database else LOCK_KEY
+        self.suspects_key = f"{SUSPECTS_KEY}:{database}" if database else SUSPECTS_KEY
         self.client = client
         self.sessions = sessions
         self.send = send
@@ -195,14 +228,14 @@ class OrphanSweeper:
         waiting = stalled_chunks(self.sessions)
         plans = unplanned_jobs(self.sessions) if self.send_plan is not None else {}
         if not waiting and not plans:
-            self.client.delete(SUSPECTS_KEY)
+            self.client.delete(self.suspects_key)
             return []
         present, planners = broker_tasks(self.client)
         missing = [f"{job_id}:{number}" for job_id, number in waiting
                    if (job_id, number) not in present]
         missing += [f"plan:{job_id}" for job_id in plans if job_id not in planners]
         seen = {k.decode() if isinstance(k, bytes) else k: float(v)
-                for k, v in self.client.hgetall(SUSPECTS_KEY).items()}
+                for k, v in self.client.hgetall(self.suspects_key).items()}
         due, keep = [], {}
         for key in missing:
             first = seen.get(key, now)
@@ -211,9 +244,9 @@ class OrphanSweeper:
             else:
                 keep[key] = first
         pipe = self.client.pipeline()
-        pipe.delete(SUSPECTS_KEY)
+        pipe.delete(self.suspects_key)
         if keep:
-            pipe.hset(SUSPECTS_KEY, mapping=keep)
+            pipe.hset(self.suspects_key, mapping=keep)
         pipe.execute()
         resend: list[Chunk] = []
         by_job: dict[int, list[int]] = {}
@@ -239,7 +272,7 @@ class OrphanSweeper:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                if self.client.set(LOCK_KEY, self.name, nx=True,
+                if self.client.set(self.lock_key, self.name, nx=True,
                                    px=max(1, int(self.interval * 1000 * 0.9))):
                     self.sweep()
             except Exception as e:  # the broker or database is down: the next sweep retries
@@ -282,6 +315,7 @@ def start_sweeper(settings: Any, name: str) -> OrphanSweeper | None:
 
     sweeper = OrphanSweeper(client, sessionmaker(engine, expire_on_commit=False), send,
                             interval=max(1.0, min(60.0, settings.lease_ttl_s)), name=name,
-                            send_plan=send_plan)
+                            send_plan=send_plan,
+                            database=database_tag(settings.resolved_database_url))
     sweeper.start()
     return sweeper

@@ -51,3 +51,42 @@ def test_the_chunk_numbers_are_said_as_ranges() -> None:
 
     assert number_ranges([5, 0, 1, 2, 7, 8, 2]) == "0-2, 5, 7-8"
     assert lost_message(4, [1, 2, 3]).startswith("3 chunks of job 4 (1-3): ")
+
+
+def test_workers_on_another_database_neither_hold_this_ones_sweep_nor_clear_its_suspects(
+        redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """One lock and one suspects hash served every database on a broker: a worker on the wrong
+    FACET_DATA_DIR won the lock at each sweep (it retries first once it holds it), swept only
+    its own, empty database and cleared the suspects, so the right database's dropped planner
+    task waited `queued` until that worker stopped (the worker review's full-stack run: 6
+    minutes, then re-sent 2 minutes after its SIGTERM). Each database sweeps under its own
+    keys now."""
+    import redis
+
+    import app.services.distributed as distributed
+    from worker.recovery import database_tag
+
+    client = redis.Redis.from_url(redis_server.url(next(_DBS)))
+    client.flushdb()
+    waiting = {"right": [(5, 0)], "wrong": []}  # by the sweeper's sessions
+    monkeypatch.setattr(distributed, "stalled_chunks", lambda sessions: list(waiting[sessions]))
+    sent: list[tuple[int, int]] = []
+    right_url = f"sqlite:///{tmp_path / 'd1' / 'facet.db'}"
+    right = OrphanSweeper(client, "right", lambda j, n: sent.append((j, n)), interval=4.0,
+                          database=database_tag(right_url))
+    wrong = OrphanSweeper(client, "wrong", lambda j, n: sent.append((j, n)), interval=4.0,
+                          database=database_tag(f"sqlite:///{tmp_path / 'd2' / 'facet.db'}"))
+    assert right.sweep(now=100.0) == []  # a suspect
+    assert wrong.sweep(now=102.0) == []  # nothing of its own: clears its own suspects only
+    assert right.sweep(now=104.0) == [(5, 0)] and sent == [(5, 0)]
+    # Each takes its own lock: the wrong one holding its own leaves the right one's free.
+    assert right.lock_key != wrong.lock_key
+    assert client.set(wrong.lock_key, "wrong", nx=True, px=3600)
+    assert client.set(right.lock_key, "right", nx=True, px=3600)
+    # One database, one tag, however its path is spelt; a password is no part of it.
+    monkeypatch.chdir(tmp_path)
+    assert database_tag("sqlite:///d1/../d1/facet.db") == database_tag(right_url)
+    assert database_tag("postgresql+psycopg://facet:one@db:5432/facet") == database_tag(
+        "postgresql+psycopg://facet:two@db:5432/facet") != database_tag(
+        "postgresql+psycopg://facet:one@db:5432/other")
+    client.flushdb()
