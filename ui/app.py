@@ -148,6 +148,62 @@ class _RequestClient:
             _CLIENT.reset(token)
 
 
+def page_cors(settings: FacetSettings) -> type:
+    """What stands where Gradio's own CORS middleware (``CustomCORSMiddleware``) would: Facet's
+    CORS rule, the API's (``FACET_CORS_ORIGINS``; unset: no CORS headers at all, a preflight
+    refused). Gradio's answered any ``localhost`` page's preflight (and, on a server reached by
+    another name, any page's) with its origin and credentials allowed, and every header it
+    asked for: a page on another port of the same machine read the page's config (the allowed
+    roots' paths) with the user's login cookie, and, sending ``X-Forwarded-Host`` (trusted from
+    a proxy, ``app.api.guard.cross_site``), uploaded and indexed files into a logged-in UI
+    (the security review of 2026-12-06). Built with Gradio's arguments (``strict_cors``,
+    ``parent_app``), which it ignores."""
+    from starlette.middleware.cors import CORSMiddleware
+    from starlette.responses import PlainTextResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    origins = list(settings.cors_origins)
+
+    class PageCors:
+        def __init__(self, app: ASGIApp, **_gradio: Any) -> None:
+            # With FACET_CORS_ORIGINS, the API's own rule (`facet serve` also answers it
+            # before the mount: the page then never sees a preflight).
+            self.app: ASGIApp = CORSMiddleware(
+                app, allow_origins=origins, allow_credentials="*" not in origins,
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type"], max_age=600) if origins else app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if not origins and scope["type"] == "http" and scope["method"] == "OPTIONS":
+                headers = dict(scope.get("headers") or [])
+                if b"origin" in headers and b"access-control-request-method" in headers:
+                    # No site is let in: a browser then sends no request that needs one.
+                    await PlainTextResponse(
+                        "cross-origin requests are refused: FACET_CORS_ORIGINS lists no site",
+                        status_code=403)(scope, receive, send)
+                    return
+            await self.app(scope, receive, send)
+
+    return PageCors
+
+
+@contextmanager
+def facet_cors(settings: FacetSettings) -> Iterator[None]:
+    """Gradio's app built (``launch``, ``mount_gradio_app``) with ``page_cors`` in place of
+    its own CORS middleware, which it adds by this module-level name."""
+    import gradio.routes as gr_routes
+
+    if not hasattr(gr_routes, "CustomCORSMiddleware"):  # a Gradio that builds it otherwise
+        raise RuntimeError("gradio.routes.CustomCORSMiddleware is gone: Facet's UI cannot "
+                           "keep Gradio's CORS rule off (pin gradio as pyproject.toml does)")
+    original = gr_routes.CustomCORSMiddleware
+    gr_routes.CustomCORSMiddleware = page_cors(settings)
+    try:
+        yield
+    finally:
+        gr_routes.CustomCORSMiddleware = original
+
+
 def launch_options(settings: FacetSettings) -> dict[str, Any]:
     """Options shared by ``launch`` and ``mount_gradio_app``: login, upload limit, CSS, no
     error details for unexpected errors (handlers show their own messages), no run history,
@@ -1005,7 +1061,8 @@ def mount_ui(app: FastAPI, facet: Facet | Callable[[], Facet], settings: FacetSe
              path: str = "/ui") -> FastAPI:
     """Serve the page from an existing FastAPI app (``facet serve``) at ``path``."""
     demo = build_ui(facet, settings)
-    mounted: FastAPI = gr.mount_gradio_app(app, demo, path=path, **launch_options(settings))
+    with facet_cors(settings):
+        mounted: FastAPI = gr.mount_gradio_app(app, demo, path=path, **launch_options(settings))
     # Gradio checks that a file a client names was uploaded (not /etc/... or any file of the
     # server's) only once the Blocks "has launched", which mount_gradio_app never marks (Gradio
     # 6.31): mounted, the page copied any server file a request named into its cache and
@@ -1035,7 +1092,7 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
                       login=ui_auth(settings) is not None, cookie_paths="")
     options["app_kwargs"]["middleware"].insert(0, Middleware(KeylessGuard, settings=settings,
                                                              unguarded=guard, also=(host,)))
-    with _patient_start_check():
+    with _patient_start_check(), facet_cors(settings):
         demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
                     prevent_thread_lock=not block, quiet=not block,
                     state_session_capacity=demo.state_session_capacity,

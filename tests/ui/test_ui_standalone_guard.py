@@ -153,3 +153,60 @@ def test_a_served_ui_behind_the_api_key_refuses_another_sites_writes(tmp_path, m
             assert api.status_code == 404, api.text  # past the guard: the key is the API's check
     finally:
         facet.close()
+
+
+def _cors_checks(url: str, ui: str) -> None:
+    """A page on another port of this machine (``http://localhost:3001``) gets no CORS answer
+    from the page: no preflight passes, no answer carries Access-Control-* headers."""
+    import httpx
+
+    page = "http://localhost:3001"
+    read = httpx.get(f"{url}{ui}/config", headers={"origin": page}, timeout=30)
+    assert read.status_code in (200, 401)  # (401: behind the login, not logged in here)
+    assert not [h for h in read.headers if h.lower().startswith("access-control-")], read.headers
+    preflight = httpx.options(f"{url}{ui}/gradio_api/upload", timeout=30, headers={
+        "origin": page, "access-control-request-method": "POST",
+        "access-control-request-headers": "x-forwarded-host"})
+    assert preflight.status_code == 403, preflight.text
+    assert not [h for h in preflight.headers if h.lower().startswith("access-control-")]
+
+
+def test_no_page_of_another_origin_gets_a_cors_answer_from_the_ui(tmp_path, minilm) -> None:
+    """Gradio's own CORS middleware answered any localhost page's preflight with its origin,
+    credentials and every header it asked for allowed (docs: FACET_CORS_ORIGINS unset, no CORS
+    headers): a page on another port read a logged-in UI's config (the allowed roots' paths)
+    and, sending X-Forwarded-Host (trusted from a proxy), uploaded and indexed files into it
+    (the security review of 2026-12-06). `facet ui` on its own and the UI under `facet serve`,
+    with a login and without; with FACET_CORS_ORIGINS, the listed site alone, as the API."""
+    import httpx
+    from fastapi.testclient import TestClient
+
+    from app.api import create_app
+    from tests.app.api.conftest import serving_facet
+
+    with _launched(tmp_path / "a") as url:
+        _cors_checks(url, "")
+    with _launched(tmp_path / "b", ui_auth="ana:a-long-random-password") as url:
+        _cors_checks(url, "")
+    for n, settings in enumerate(({}, {"api_key": "k3y"})):
+        facet = serving_facet(tmp_path / f"s{n}" / "data", minilm, **settings)
+        try:
+            with TestClient(create_app(facet)) as client:
+                read = client.get("/ui/config", headers={"origin": "http://localhost:3001"})
+                assert not [h for h in read.headers if h.lower().startswith("access-control-")]
+                preflight = client.options("/ui/gradio_api/upload", headers={
+                    "origin": "http://localhost:3001", "access-control-request-method": "POST",
+                    "access-control-request-headers": "x-forwarded-host"})
+                assert preflight.status_code == 403
+                assert not [h for h in preflight.headers if h.lower().startswith("access-control-")]
+        finally:
+            facet.close()
+    listed = "http://localhost:3000"
+    with _launched(tmp_path / "c", cors_origins=[listed]) as url:
+        ok = httpx.options(f"{url}/gradio_api/upload", timeout=30, headers={
+            "origin": listed, "access-control-request-method": "POST"})
+        assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == listed
+        other = httpx.options(f"{url}/gradio_api/upload", timeout=30, headers={
+            "origin": "http://localhost:3001", "access-control-request-method": "POST",
+            "access-control-request-headers": "x-forwarded-host"})
+        assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
