@@ -71,13 +71,22 @@ def links_outside(folder: Path, roots: Sequence[Path | str],
 
 def links_into(files: Sequence[Path], folders: Collection[Path | str], source: Path | str) -> list[Path]:
     """Those of ``files`` (a walk of ``source``) whose real path lies under one of ``folders``
-    (the data folder) but not under ``source`` itself: links into it from outside. (A staged
-    upload's own folder lies in the data folder: its files are its own, links elsewhere in the
-    data folder are not.)"""
+    (the data folder): links into it. A source that itself lies in the data folder (a
+    collection's upload folder) reads its own files, not the rest of the data folder's. Only
+    that one: a source holding the data folder (``/srv`` for ``/srv/data``) exempted every
+    file under it, so a link in ``/srv/pub`` to another collection's staged upload was read,
+    indexed and found by search (the security review of 2026-12-06), where indexing
+    ``/srv/pub`` alone refused it."""
     if not folders:
         return []
     inside = split_under(files, list(folders))[0]
-    return split_under(inside, [source])[1] if inside else []
+    if not inside:
+        return []
+    try:
+        own = lies_under(real_path(source), real_paths(folders)) is not None
+    except ValueError:  # (a NUL: no such source)
+        own = False
+    return split_under(inside, [source])[1] if own else inside
 
 
 def split_under(files: Sequence[Path], roots: Sequence[Path | str]) -> tuple[list[Path], list[Path]]:

@@ -58,3 +58,15 @@ def test_a_link_into_the_data_folder_is_not_read_on_any_edge(make_ctx, tmp_path)
     for name in ("pub", "pub2"):
         found = SearchService(ctx).search(SearchRequest("vault code", name, mode="lexical"))
         assert found.results == [], [r.text for r in found.results]
+    # From a folder that holds the data folder too: every file under the source was exempt
+    # (as a collection's own upload folder's are), and the link was read and found (the
+    # security review of 2026-12-06); the API's and the UI's pre-job check let it through too.
+    assert ctx.settings.data_dir.parent == tmp_path
+    assert links_outside(tmp_path, [tmp_path], (ctx.settings.data_dir,)) == [docs / "linked.txt"]
+    wide = IndexService(ctx).index(tmp_path, "wide", IndexOptions(embedder="minilm"))
+    assert why in wide.skipped_other, wide
+    found = SearchService(ctx).search(SearchRequest("vault code", "wide", mode="lexical"))
+    assert found.results == [], [r.text for r in found.results]
+    # A collection's own upload folder still reads its own files.
+    own = IndexService(ctx).index(private, "private", IndexOptions(embedder="minilm"))
+    assert own.docs_indexed == 1 and not own.skipped_other, own
