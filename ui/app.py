@@ -1029,12 +1029,14 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         documents_failed(first_event, "documents_first")
         documents_event = d_next.click(h.documents_next, [*d_shown, d_offset], d_outputs,
                                        api_visibility="private", **light)
+        paged_events = [documents_event]
         documents_failed(documents_event, "documents_next")
         documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-next",
                                                              "other": "documents-previous"},
                              api_name="lambda_focus_after_next", api_visibility="private", queue=False)
         documents_event = d_previous.click(h.documents_previous, [*d_shown, d_offset], d_outputs,
                                            api_visibility="private", **light)
+        paged_events.append(documents_event)
         documents_failed(documents_event, "documents_previous")
         documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-previous",
                                                              "other": "documents-next"},
@@ -1049,6 +1051,18 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         remove_event.then(lambda: "", None, d_removal, api_visibility="private", queue=False)
         remove_event.failure(failed("remove_documents", what="removal", results=False), None,
                              d_removal, api_visibility="private", **light)
+
+        # A refused delete, removal or listing, of a collection deleted meanwhile by another
+        # page: its message says "the collection lists on this page have been refreshed", and
+        # they were not (the table, the pickers and the documents view kept showing it). Each
+        # failure reads them again; the documents view's picker moves off a collection gone
+        # (its change lists the new pick), and stays, listing nothing again, on one still there.
+        for failure in (delete_event.failure, remove_event.failure, first_event.failure,
+                        *(e.failure for e in paged_events)):
+            refresh(failure)
+            failure(h.collections, None, [l_table, l_jobs], api_visibility="private", **light)
+            failure(h.documents_picker, d_collection, d_collection, api_visibility="private",
+                    **light)
 
     demo.queue(max_size=settings.ui_max_queue,
                default_concurrency_limit=settings.ui_concurrency)

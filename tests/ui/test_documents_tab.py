@@ -136,6 +136,36 @@ def test_documents_are_listed_paged_filtered_and_removed(page, served, monkeypat
     _wait_text(page, "#collections-table", "uploaded\n2\n2\n0\n2\n")
 
 
+def test_a_collection_deleted_by_another_page_leaves_the_lists_when_a_removal_fails(
+        page, served) -> None:
+    """Another page deleted the collection this one shows: "Remove selected" (and Delete)
+    failed with "unknown collection ...; the collection lists on this page have been
+    refreshed", and the table, the pickers and the documents view kept showing it (the UI
+    review of 2026-12-06, two browser tabs)."""
+    _, facet = served
+    folder = facet.upload_folder("doomed")
+    folder.mkdir(parents=True)
+    (folder / "doomed-note.txt").write_text("A note in a collection about to be deleted.")
+    facet.index(folder, "doomed")
+    open_tab(page, "Search")
+    open_tab(page, "Collections")  # (the tab's select reads the lists again)
+    fill_picker(page, "#documents-collection", "doomed")
+    _wait_text(page, "#documents-table", "doomed-note.txt")
+    _wait_text(page, "#collections-table", "doomed")
+    page.locator("#documents-remove").get_by_label("doomed-note.txt").check()
+    page.fill("#documents-confirm textarea", "doomed")
+    facet.delete_collection("doomed")  # as another page's Delete
+    page.click("#documents-remove-button")
+    said = toast_text(page)
+    assert "unknown collection 'doomed'" in said and "have been refreshed" in said, said
+    page.wait_for_function("!document.querySelector('#collections-table').innerText"
+                           ".includes('doomed')")
+    page.wait_for_function("(document.querySelector('#documents-collection input') || {}).value"
+                           " !== 'doomed'")
+    _wait_text(page, "#documents-page", "documents", absent="doomed")
+    assert "doomed-note.txt" not in _text(page, "#documents-table")
+
+
 def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> None:
     from app.core import Facet
 
