@@ -736,7 +736,7 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     text = (f"Job {job.id} into <b>{esc(job.collection)}</b>: {state}, "
             f"{done:,}{of} documents seen, "
             f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
-            f"{job.docs_failed:,} failed, {job.chunks_written:,} "
+            f"{job.docs_failed:,} failed, {removed_said(job)}{job.chunks_written:,} "
             f"chunk{'' if job.chunks_written == 1 else 's'} written"
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     if job.removed_keys_total:  # a removal (`facet delete C --document KEY`): what it removed
@@ -765,6 +765,15 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             f'<div class="facet-info">{text}</div>{note}{notices_html(notices)}</div>')
 
 
+def removed_said(job: JobInfo) -> str:
+    """"N removed, " where an index job's sync removed documents no longer in its source (an
+    upload replaced by one without some records, a file deleted from the folder), as `facet
+    jobs` counts them; "" where none was. The bar said "2 indexed, 28 unchanged, 0 failed" of a
+    job that also removed a record, which left the collection unsaid (the UI review of
+    2026-12-06)."""
+    return f"{job.docs_deleted:,} removed, " if job.docs_deleted else ""
+
+
 def job_said(job: JobInfo | None, job_id: int = 0, collection: str | None = None) -> str:
     """The Index tab's announcement (a visually hidden live area): the bar's job and its state,
     with its counts once it has ended; "" with no job. It changes only with the state (queued,
@@ -779,7 +788,8 @@ def job_said(job: JobInfo | None, job_id: int = 0, collection: str | None = None
     finished = job.state in ("completed", "failed", "interrupted", "cancelled")
     state = "cancelling" if job.cancel_requested and not finished else job.state
     counts = (f", {job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
-              f"{job.docs_failed:,} failed" if finished else "")
+              f"{job.docs_failed:,} failed{', ' + removed_said(job)[:-2] if job.docs_deleted else ''}"
+              if finished else "")
     return name_html(f"Job {job.id} into {job.collection}: {state}{counts}.")
 
 

@@ -154,3 +154,15 @@ def test_a_long_metadata_value_is_shown_longer_and_its_cut_is_said() -> None:
     cell = _meta_cell({"note": "n" * 1000})
     assert "n" * 300 in cell and "n" * 301 not in cell
     assert "(700 more characters not shown)" in cell
+
+
+def test_the_job_bar_and_its_announcement_count_the_documents_a_sync_removed() -> None:
+    """An upload replaced by one without a record removed it (`facet jobs` said "removed 1"),
+    and the bar said "2 indexed, 28 unchanged, 0 failed": the record left the collection
+    unsaid (the UI review of 2026-12-06). None removed, nothing more is said."""
+    job = _job(docs_seen=30, docs_indexed=2, docs_skipped=28, docs_deleted=1)
+    bar = render.job_html(job, 30)
+    assert "2 indexed, 28 unchanged, 0 failed, 1 removed, 3 chunks written" in bar, bar
+    assert render.job_said(job).endswith("2 indexed, 28 unchanged, 0 failed, 1 removed.")
+    plain = _job()
+    assert "removed" not in render.job_html(plain, 3) and "removed" not in render.job_said(plain)
