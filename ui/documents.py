@@ -116,12 +116,34 @@ def removed_text(report: RemoveReport, uploads: Path | None) -> str:
     said = (f"Removed {plural(report.docs_deleted, 'document', grouped=True)} "
             f"({plural(report.chunks_deleted, 'chunk', grouped=True)}) from "
             f"{printable(report.collection)}: "
-            f"{listed([shown_key(d.key, uploads) for d in report.removed])} (job {report.job_id}).")
+            f"{listed([shown_document(d, uploads) for d in report.removed])} (job {report.job_id}).")
     if report.uploads_deleted():
         said += (f" {plural(len(report.uploads_deleted()), 'uploaded file')} deleted with "
                  "them: a later upload job does not add them back.")
+    folder = None if uploads is None else str(uploads).rstrip("/") + "/"
     still = report.still_in_source()
-    if still:
-        said += (f" {plural(len(still), 'file')} still in the folder indexed: indexing it again "
-                 "adds them back unless they are deleted there.")
+    staged = [d for d in still if folder is not None and d.source.startswith(folder)]
+    elsewhere = [d for d in still if d not in staged]
+    if staged:
+        # A record of an uploaded csv/jsonl whose other records stay indexed: its file stays
+        # staged, and every upload job indexes the upload folder whole. It said "still in the
+        # folder indexed: ... unless they are deleted there", a folder the page cannot reach,
+        # and not that the next, unrelated upload brings the record back (the UI review of
+        # 2026-12-06).
+        files = list(dict.fromkeys(shown_key(d.source, uploads) for d in staged))
+        said += (f" {plural(len(staged), 'record')} of {listed(files)}, which "
+                 f"{'holds' if len(files) == 1 else 'hold'} other indexed records, "
+                 f"{'stays' if len(staged) == 1 else 'stay'} in the upload: the next upload job "
+                 "into this collection adds "
+                 f"{'it' if len(staged) == 1 else 'them'} back; to keep "
+                 f"{'it' if len(staged) == 1 else 'them'} out, upload "
+                 f"{'that file' if len(files) == 1 else 'those files'} again without "
+                 f"{'it' if len(staged) == 1 else 'them'}, or remove every record of "
+                 f"{'it' if len(files) == 1 else 'them'}.")
+    if elsewhere:
+        files = len({d.source for d in elsewhere})
+        said += (f" {plural(files, 'file')} still in the folder indexed: indexing "
+                 f"{'it' if files == 1 else 'them'} again adds "
+                 f"{'its documents' if files == 1 else 'their documents'} back unless "
+                 f"{'it is' if files == 1 else 'they are'} deleted there.")
     return said

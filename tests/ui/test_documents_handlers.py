@@ -120,6 +120,21 @@ def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup)
     assert [r[0] for r in rows] == ["beta-report.md"]
     rows, *_ = h.documents_first("uploaded", "all", "t2")
     assert [r[0] for r in rows] == ["t2 (from tickets.csv)"]
+    # One record removed: the csv, whose other record stays indexed, stays staged, and the
+    # next upload job brings the record back. The toast said "1 file still in the folder
+    # indexed: indexing it again adds them back unless they are deleted there".
+    from ui import documents
+
+    report = facet.remove_documents("uploaded", ["t1"])
+    said = documents.removed_text(report, facet.upload_folder("uploaded").resolve())
+    assert said == (f"Removed 1 document (1 chunk) from uploaded: t1 (from tickets.csv) (job "
+                    f"{report.job_id}). 1 record of tickets.csv, which holds other indexed "
+                    "records, stays in the upload: the next upload job into this collection adds "
+                    "it back; to keep it out, upload that file again without it, or remove every "
+                    "record of it.")
+    assert (folder / "tickets.csv").exists()
+    facet.index(folder, "uploaded")  # the next upload job (any upload)
+    assert [d.key for d in facet.documents("uploaded", prefix="t")] == ["t1", "t2"]
 
 
 def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
