@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.services.collections import DocumentInfo
-from app.services.indexing import RemoveReport
+from app.services.indexing import RemovedDocument, RemoveReport
 from app.text import plural, printable
 from ui.render import source_relative
 
@@ -41,7 +41,7 @@ def shown_key(key: str, uploads: Path | None) -> str:
     return printable(key)
 
 
-def shown_document(doc: DocumentInfo, uploads: Path | None) -> str:
+def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None) -> str:
     """A document as the page names it: its key (``shown_key``), and for a record keyed by its
     id (a csv/jsonl file's) the file it was read from, as `facet documents` says "from SOURCE"
     (a bare id did not say which upload it came from)."""
@@ -141,9 +141,9 @@ def removed_text(report: RemoveReport, uploads: Path | None) -> str:
                  f"{'it' if len(staged) == 1 else 'them'}, or remove every record of "
                  f"{'it' if len(files) == 1 else 'them'}.")
     if elsewhere:
-        files = len({d.source for d in elsewhere})
-        said += (f" {plural(files, 'file')} still in the folder indexed: indexing "
-                 f"{'it' if files == 1 else 'them'} again adds "
-                 f"{'its documents' if files == 1 else 'their documents'} back unless "
-                 f"{'it is' if files == 1 else 'they are'} deleted there.")
+        kept = len({d.source for d in elsewhere})
+        said += (f" {plural(kept, 'file')} still in the folder indexed: indexing "
+                 f"{'it' if kept == 1 else 'them'} again adds "
+                 f"{'its documents' if kept == 1 else 'their documents'} back unless "
+                 f"{'it is' if kept == 1 else 'they are'} deleted there.")
     return said

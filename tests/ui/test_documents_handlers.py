@@ -135,6 +135,11 @@ def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup)
     assert (folder / "tickets.csv").exists()
     facet.index(folder, "uploaded")  # the next upload job (any upload)
     assert [d.key for d in facet.documents("uploaded", prefix="t")] == ["t1", "t2"]
+    # A server folder's file is the user's to delete there.
+    notes = facet.remove_documents("notes", ["n0", "n1"])
+    assert documents.removed_text(notes, None).endswith(
+        "1 file still in the folder indexed: indexing it again adds its documents back unless "
+        "it is deleted there.")
 
 
 def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
