@@ -167,6 +167,12 @@ class IncompleteMigration(RuntimeError):
         self.recorded, self.revision = recorded, revision
 
 
+class NewerSchema(RuntimeError):
+    """The database is at a schema revision this Facet does not know: a newer Facet migrated
+    it (a conflict between versions, not a failure of this one: exit 5, as `facet
+    move-metadata` says of such a target)."""
+
+
 class FolderInUse(RuntimeError):
     """Another live process (``pid``; ``holder``: what it wrote in the data folder's
     ``server.lock``, or its pid and command line where it has the database open) holds the
@@ -209,7 +215,7 @@ def upgrade(engine: Engine) -> str:
         engine.dispose()
     if recorded is not None and recorded not in _revisions()[1]:
         # Alembic's own message ("Can't locate revision identified by ...") reads as a bad URL.
-        raise RuntimeError(f"the metadata database is at schema revision {recorded}, which this "
+        raise NewerSchema(f"the metadata database is at schema revision {recorded}, which this "
                            f"Facet does not know (it knows up to {head}): a newer Facet migrated "
                            "it; run that version, or give this one another FACET_DATA_DIR / "
                            "FACET_DATABASE_URL. Where this host should have that version, its "

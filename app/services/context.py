@@ -176,7 +176,7 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     full = database_disk_full(settings)  # SQLite says "disk I/O error"
     if full is not None:
         return UnavailableError(full)
-    from indexer.migrate import FolderInUse, IncompleteMigration
+    from indexer.migrate import FolderInUse, IncompleteMigration, NewerSchema
 
     if isinstance(error, FolderInUse):  # (its message names the holder's pid)
         return ConflictError(str(error))
@@ -211,6 +211,10 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
                f"check {check}")
     if settings.database_url and isinstance(error, OperationalError):
         return UnavailableError(message)
+    if isinstance(error, NewerSchema):
+        # A conflict between versions (exit 5, as `facet move-metadata` says it of such a
+        # target), not a failure of this one: it was exit 1, "any other failure".
+        return ConflictError(message)
     return FacetError(message)
 
 

@@ -232,3 +232,15 @@ def test_a_database_from_a_newer_facet_is_named_as_such(tmp_path: Path) -> None:
     # to tell and what replaces it.
     assert "`facet --version` names the schema it knows" in str(refused.value)
     assert "pip install --force-reinstall --no-deps" in str(refused.value)
+    # Every command says it as a conflict between versions, exit 5 (`facet move-metadata` says
+    # so of such a target): it was exit 1, "any other failure" (the upgrade review of 2026-12-06).
+    from tests.app.cli_runner import invoke_cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_engine(f"sqlite:///{data / 'facet.db'}").dispose()
+    with create_engine(f"sqlite:///{data / 'facet.db'}").begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    listed = invoke_cli("collections", env={"FACET_DATA_DIR": str(data)})
+    assert listed.returncode == 5, (listed.returncode, listed.stderr)
+    assert "revision 0099, which this Facet does not know" in listed.stderr
