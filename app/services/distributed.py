@@ -83,6 +83,7 @@ from app.services.indexing import (
     outside_own,
     storable,
     summed_moved_message,
+    upload_run,
 )
 from app.services.search import PLUGIN_LOADS_WHERE_REGISTERED
 from app.text import plural
@@ -557,7 +558,7 @@ class ChunkedIndexService:
         # (as a run in one process says them)
         self.index._note_skipped(job, report, sorted([*outside, *into_own]), set(outside), set(into_own))
         max_bytes = int(self.settings.max_document_mb * 2**20)
-        seen = Seen()
+        seen = Seen(uploads=upload_run(self.settings, job.source, coll.name))
         todo: list[list[Any]] = []
         # A confined job's folders: its files read only where what is opened lies under them
         # (``read_under``), here and again in each chunk, whose documents carry them.

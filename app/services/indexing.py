@@ -415,6 +415,9 @@ class Seen:
     # cannot be read), as ``display_path`` names it: what was indexed under it is not gone.
     # Synced away ("1 removed", unsaid) before; ``unreadable_folder``.
     failed_folders: set[str] = field(default_factory=set)
+    # The run indexes a collection's upload folder (``upload_run``): a duplicate's way out is
+    # the page's, not an edit of files the user cannot reach.
+    uploads: bool = False
 
     def kept(self, source: str) -> bool:
         """Whether a sync keeps the documents of ``source`` this run did not see: the file
@@ -447,8 +450,29 @@ class Seen:
         first = self.sources.get(key)
         where = ("the file repeats it" if first in (None, str(source))
                  else f"{first} already has a record with it")
+        way_out = "give each record an id of its own"
+        if self.uploads and first not in (None, str(source)):
+            # Staged uploads: every upload job indexes them all again, so this error came back
+            # with each later upload, and no document row showed it (the UI review of
+            # 2026-12-06); the files cannot be edited where they are.
+            way_out = (f"every upload job says this again while both files are staged: remove "
+                       f"document {key!r} (the other file's record; its file goes with its last "
+                       "record) and the next upload job indexes this one, or upload one of the "
+                       "files again with ids of its own")
         return (f"{duplicate_prefix(key, source)}{where}; only the first occurrence is indexed "
-                "(give each record an id of its own)")
+                f"({way_out})")
+
+
+def upload_run(settings: Any, source: str | None, collection: str) -> bool:
+    """Whether a job's ``source`` is ``collection``'s own upload folder (``Facet.upload_folder``:
+    ``DATA_DIR/uploads/NAME``), which every upload job indexes whole."""
+    if not source:
+        return False
+    try:
+        folder = Path(settings.data_dir) / "uploads" / collection
+        return os.path.realpath(source) == os.path.realpath(folder)
+    except (OSError, ValueError):
+        return False
 
 
 def duplicate_prefix(key: str, source: str | Path) -> str:
@@ -3750,7 +3774,7 @@ class IndexService:
         moves = options.sync is not False  # `--no-sync` keeps what is gone, moved or not
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
-        seen = Seen()
+        seen = Seen(uploads=upload_run(self.settings, job.source, coll.name))
         parsed = self._parsed(files, options.text_column, options.confine)
         shown = [0.0]  # when the job row last showed the encoding step
         asked = [0.0]  # when the encoding step last read whether a cancel was asked

@@ -244,6 +244,39 @@ def test_an_earlier_upload_whose_ids_a_later_one_took_over_is_kept(facet, tmp_pa
     assert sorted(p.name for p in facet.upload_folder("takeover").iterdir()) == ["a.csv", "b.jsonl"]
 
 
+def test_a_duplicate_id_between_staged_uploads_says_the_pages_way_out(facet, tmp_path: Path) -> None:
+    """The UI review of 2026-12-06: a later upload holding another's id made every later upload
+    job report "1 failed", "give each record an id of its own", with no document row to act
+    on and files the user cannot edit where they are. The error now says the way out, and it
+    works: removing the document drops the later file (its last record), and the next upload
+    job indexes the earlier file's record. A folder of the user's keeps the plain advice."""
+    first = facet.upload("rev", _files(tmp_path / "in", tickets_dot_csv=(
+        "id,text\nt-1,card arrived\nt-2,refund late\nt-3,pin blocked\n")))
+    assert _ended(facet, first.job.id).docs_indexed == 3
+    second = facet.upload("rev", _files(tmp_path / "in2", dup_dot_jsonl='{"id": "t-2", "text": "a duplicate"}\n'))
+    [error] = [e["message"] for e in _ended(facet, second.job.id).errors if e["kind"] == "error"]
+    assert error.endswith(
+        "only the first occurrence is indexed (every upload job says this again while both files "
+        "are staged: remove document 't-2' (the other file's record; its file goes with its last "
+        "record) and the next upload job indexes this one, or upload one of the files again "
+        "with ids of its own)"), error
+    removed = facet.remove_documents("rev", ["t-2"])
+    assert [d.source_deleted for d in removed.removed] == [True]  # dup.jsonl, its only record
+    third = facet.upload("rev", _files(tmp_path / "in3", note_dot_txt="an unrelated note"))
+    job = _ended(facet, third.job.id)
+    assert job.docs_failed == 0 and not [e for e in job.errors if e["kind"] == "error"], job.errors
+    [t2] = [d for d in facet.documents("rev", prefix="t-2")]
+    assert t2.source.endswith("tickets.csv") and t2.status == "indexed"
+    # Not an upload folder: the files are the user's to give ids of their own.
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"id": "x", "text": "one"}\n')
+    (folder / "b.jsonl").write_text('{"id": "x", "text": "two"}\n')
+    report = facet.index(folder, "mine")
+    assert [m for _, m in report.errors][0].endswith(
+        "only the first occurrence is indexed (give each record an id of its own)")
+
+
 def test_a_link_planted_in_the_upload_folder_is_never_written_through(tmp_path: Path) -> None:
     """Each copy went through the fixed name ``.NAME.part``: a link planted there (anyone who
     could write the folder, which may be a shared mount) had the upload written over the file
