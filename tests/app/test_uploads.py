@@ -273,7 +273,7 @@ def test_a_duplicate_id_between_staged_uploads_says_the_pages_way_out(facet, tmp
     (folder / "a.jsonl").write_text('{"id": "x", "text": "one"}\n')
     (folder / "b.jsonl").write_text('{"id": "x", "text": "two"}\n')
     report = facet.index(folder, "mine")
-    assert [m for _, m in report.errors][0].endswith(
+    assert next(m for _, m in report.errors).endswith(
         "only the first occurrence is indexed (give each record an id of its own)")
 
 
