@@ -80,9 +80,11 @@ _YEAR_S = 365 * 24 * 3600
 # a misspelt FACET_APIKEY left a server open to everyone without a word. Add a name here when
 # code starts reading one. Found by grepping the project for ``FACET_[A-Z_]+``:
 # ``embedders.registry`` (FACET_PLUGINS); docker compose, from the same shell, for
-# docker-compose.yml (FACET_PUBLISH_HOST, FACET_SOURCES); scripts/gpu/device.sh
-# (FACET_GPU_WORK). FACET_DTYPE (read by ``embedders.backbone``) is a field as well.
-OTHER_VARIABLES = ("FACET_PLUGINS", "FACET_PUBLISH_HOST", "FACET_SOURCES", "FACET_GPU_WORK")
+# docker-compose.yml (FACET_PUBLISH_HOST, FACET_QDRANT_PUBLISH_HOST, FACET_SOURCES);
+# scripts/gpu/device.sh (FACET_GPU_WORK). FACET_DTYPE (read by ``embedders.backbone``) is a
+# field as well.
+OTHER_VARIABLES = ("FACET_PLUGINS", "FACET_PUBLISH_HOST", "FACET_QDRANT_PUBLISH_HOST",
+                   "FACET_SOURCES", "FACET_GPU_WORK")
 
 
 def _expanded(path: Path, item: int | None = None) -> Path:

@@ -61,7 +61,11 @@ def test_nothing_is_published_beyond_this_host_by_default() -> None:
     services = yaml.safe_load(COMPOSE.read_text())["services"]
     published = {name: spec.get("ports", []) for name, spec in services.items() if spec.get("ports")}
     assert set(published) == {"api", "qdrant"}
+    # Each by a variable of its own: publishing the API (with its key) on every interface
+    # published a keyless Qdrant too while both followed FACET_PUBLISH_HOST.
+    variables = {"api": "FACET_PUBLISH_HOST", "qdrant": "FACET_QDRANT_PUBLISH_HOST"}
     for name, ports in published.items():
         for port in ports:
-            default_host = re.fullmatch(r"\$\{FACET_PUBLISH_HOST:-([^}]*)\}:\d+:\d+", str(port))
-            assert default_host and default_host.group(1) == "127.0.0.1", (name, port)
+            default_host = re.fullmatch(r"\$\{(FACET_[A-Z_]+):-([^}]*)\}:\d+:\d+", str(port))
+            assert default_host and default_host.group(2) == "127.0.0.1", (name, port)
+            assert default_host.group(1) == variables[name], (name, port)
