@@ -162,16 +162,15 @@ def page_cors(settings: FacetSettings) -> type:
     from starlette.responses import PlainTextResponse
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from app.api.server import cors_options
+
     origins = list(settings.cors_origins)
 
     class PageCors:
         def __init__(self, app: ASGIApp, **_gradio: Any) -> None:
             # With FACET_CORS_ORIGINS, the API's own rule (`facet serve` also answers it
             # before the mount: the page then never sees a preflight).
-            self.app: ASGIApp = CORSMiddleware(
-                app, allow_origins=origins, allow_credentials="*" not in origins,
-                allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type"], max_age=600) if origins else app
+            self.app: ASGIApp = CORSMiddleware(app, **cors_options(origins)) if origins else app
 
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             if not origins and scope["type"] == "http" and scope["method"] == "OPTIONS":

@@ -388,13 +388,23 @@ def cors(app: FastAPI, origins: Sequence[str]) -> None:
     headers. ``*`` allows any origin, without credentials (the CORS rule)."""
     if not origins:
         return
-    app.add_middleware(CORSMiddleware, allow_origins=list(origins),
-                       allow_credentials="*" not in origins,
-                       allow_methods=["GET", "POST", "DELETE"],
-                       allow_headers=["Authorization", "Content-Type"],
-                       expose_headers=["Retry-After", "Location", "Link",
-                                       "X-Facet-Jobs-Not-Shown",
-                                       "X-Facet-Documents-Not-Shown"], max_age=600)
+    app.add_middleware(CORSMiddleware, **cors_options(origins))
+
+
+# The headers the UI's own page (Gradio's front end) sends with its requests: a listed site
+# embedding the page was refused every event ("Disallowed CORS headers": x-gradio-user on
+# queue/join) once Facet's rule stood where Gradio's, which allowed any (2026-12-06).
+UI_HEADERS = ("X-Gradio-User", "X-Gradio-History-Bucket")
+
+
+def cors_options(origins: Sequence[str]) -> dict[str, Any]:
+    """Starlette ``CORSMiddleware``'s options for ``origins`` (``FACET_CORS_ORIGINS``): the
+    API's, and the UI's (``ui.app.page_cors``) with the same rule."""
+    return {"allow_origins": list(origins), "allow_credentials": "*" not in origins,
+            "allow_methods": ["GET", "POST", "DELETE"],
+            "allow_headers": ["Authorization", "Content-Type", *UI_HEADERS],
+            "expose_headers": ["Retry-After", "Location", "Link", "X-Facet-Jobs-Not-Shown",
+                               "X-Facet-Documents-Not-Shown"], "max_age": 600}
 
 
 def check_api_models(models: Sequence[str] | None) -> None:

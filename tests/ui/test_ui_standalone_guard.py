@@ -202,11 +202,26 @@ def test_no_page_of_another_origin_gets_a_cors_answer_from_the_ui(tmp_path, mini
         finally:
             facet.close()
     listed = "http://localhost:3000"
+    # The listed site embeds the page: Gradio's front end sends x-gradio-user with each event
+    # (queue/join), which the API's header list refused, and the embedded page never filled.
+    gradio = {"origin": listed, "access-control-request-method": "POST",
+              "access-control-request-headers": "content-type,x-gradio-user"}
     with _launched(tmp_path / "c", cors_origins=[listed]) as url:
         ok = httpx.options(f"{url}/gradio_api/upload", timeout=30, headers={
             "origin": listed, "access-control-request-method": "POST"})
         assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == listed
+        join = httpx.options(f"{url}/gradio_api/queue/join", timeout=30, headers=gradio)
+        assert join.status_code == 200, join.text
+        assert "x-gradio-user" in join.headers["access-control-allow-headers"].lower()
         other = httpx.options(f"{url}/gradio_api/upload", timeout=30, headers={
             "origin": "http://localhost:3001", "access-control-request-method": "POST",
             "access-control-request-headers": "x-forwarded-host"})
         assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+    facet = serving_facet(tmp_path / "s-listed" / "data", minilm, cors_origins=[listed])
+    try:
+        with TestClient(create_app(facet)) as client:
+            join = client.options("/ui/gradio_api/queue/join", headers=gradio)
+            assert join.status_code == 200, join.text
+            assert join.headers["access-control-allow-origin"] == listed
+    finally:
+        facet.close()
