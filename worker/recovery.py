@@ -69,8 +69,22 @@ def database_tag(url: str) -> str:
     if backend == "sqlite":
         where = os.path.realpath(parsed.database) if parsed.database else ":memory:"
     else:
-        where = f"{parsed.username or ''}@{parsed.host or ''}:{parsed.port or ''}/{parsed.database or ''}"
+        def given(name: str) -> str:
+            value = parsed.query.get(name)
+            return ",".join(value) if isinstance(value, tuple) else str(value or "")
+
+        # A server named in the query (libpq's host=/socket/folder&port=5433, a service file's
+        # entry) is as much the database as one in the netloc: two clusters reached by socket
+        # had one tag, so their workers shared the sweep again. The default port and the
+        # host's case do not make another database.
+        host = (parsed.host or given("host")).lower()
+        port = str(parsed.port or given("port") or _DEFAULT_PORTS.get(backend, ""))
+        where = (f"{parsed.username or ''}@{host}:{port}/{parsed.database or ''}"
+                 f"?service={given('service')}")
     return hashlib.sha256(f"{backend}|{where}".encode()).hexdigest()[:12]
+
+
+_DEFAULT_PORTS = {"postgresql": "5432", "mysql": "3306", "mariadb": "3306"}
 UNACKED_KEY = "unacked"  # kombu's default unacked_key
 PRIORITY_SEP = "\x06\x16"  # kombu's separator of a queue's priority lists
 

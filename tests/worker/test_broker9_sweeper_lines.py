@@ -89,4 +89,11 @@ def test_workers_on_another_database_neither_hold_this_ones_sweep_nor_clear_its_
     assert database_tag("postgresql+psycopg://facet:one@db:5432/facet") == database_tag(
         "postgresql+psycopg://facet:two@db:5432/facet") != database_tag(
         "postgresql+psycopg://facet:one@db:5432/other")
+    # The default port and the host's case are no other database; a server named in the query
+    # (a socket folder, another port) is one (two clusters reached by socket had one tag).
+    assert database_tag("postgresql://facet@localhost/facet") == database_tag(
+        "postgresql://facet@LOCALHOST:5432/facet")
+    assert database_tag("postgresql://facet@/facet?host=/var/run/postgresql") != database_tag(
+        "postgresql://facet@/facet?host=/tmp&port=5433") != database_tag(
+        "postgresql://facet@/facet?host=/tmp")
     client.flushdb()
