@@ -64,7 +64,7 @@ clean-venv:
 # GPU training (docs/training.md, "Training on a lent GPU"): pack the bundle here, then make the
 # device calls this prints. CI never runs it.
 train-gpu: install
-	$(BIN)/python scripts/gpu/pack.py --part-mb 39.25
+	$(BIN)/python scripts/gpu/pack.py
 	@echo "device calls, back to back: 'bash scripts/gpu/device.sh stage' carrying each .gpu/part-NN but the last"
-	@echo "(with .gpu/SHA256SUMS), then 'DEADLINE_S=500 bash scripts/gpu/device.sh all' carrying the last"
-	@echo "(checkpoints and logs come back under \$$OUT); docs/training.md, 'Training on a lent GPU'"
+	@echo "(with .gpu/SHA256SUMS), then 'METHODS=\"...\" DEADLINE_S=500 bash scripts/gpu/device.sh all' carrying the last"
+	@echo "(checkpoints and logs come back under \$$OUT; METHODS: the runs, docs/training.md, 'Training on a lent GPU')"

@@ -2,11 +2,14 @@
 # Device-side steps of a GPU training run; each device call runs one of them from the repo root.
 # Runbook (docs/training.md, "Training on a lent GPU"): pack here with scripts/gpu/pack.py, then
 #   call k (k = 0..N-2):  bash scripts/gpu/device.sh stage      carry [".gpu/part-0k", ".gpu/SHA256SUMS"]
-#   last part's call:     bash scripts/gpu/device.sh all        (stage, setup, train all five side by
-#                         side until DEADLINE_S seconds after the call began, collect into $OUT)
+#   last part's call:     METHODS="..." bash scripts/gpu/device.sh all   (stage, setup, train the
+#                         METHODS runs (default all five) side by side until DEADLINE_S seconds after
+#                         the call began, collect into $OUT)
 #   if the lease has time left, at once (the machine stays warm 30 s):
 #                         bash scripts/gpu/device.sh cont       (continue the runs' bests at LR_SCALE,
-#                         default 0.5, until DEADLINE_S after the call began; collect into $OUT)
+#                         default 0.5, until DEADLINE_S after the call began; collect into $OUT; the
+#                         first call's METHODS, kept in $WORK/methods)
+# Name the device kind on the first call (the H200 for two or more GIRCSE runs: docs/training.md).
 # The machine stays warm for 30 s between calls, so make them back to back. `go`/`wait`/`collect`
 # split the last call for a lease longer than one 10-minute call.
 set -euo pipefail
@@ -77,6 +80,10 @@ start() {
   # shellcheck disable=SC1091
   source "$WORK/env.sh"
   mkdir -p "$RUN_OUT"
+  # Each call is a fresh shell: `cont` runs the METHODS the first call ran (without it, the
+  # default five, none of which the first call had trained: "no checkpoint at ...").
+  if [ -n "${METHODS:-}" ]; then echo "$METHODS" > "$WORK/methods"
+  elif [ -f "$WORK/methods" ]; then METHODS=$(cat "$WORK/methods"); export METHODS; fi
   setsid nohup env DEADLINE="${DEADLINE:-}" bash "$REPO/scripts/gpu/train_all.sh" "$RUN_OUT" \
       > "$WORK/train.log" 2>&1 < /dev/null &
   echo $! > "$WORK/train.pid"
@@ -98,8 +105,9 @@ collect() {
   # best + last weights made 12 files and four did not come back), so one file per run, its
   # end-of-run weights inside, and the logs with train.log in one more: six files for five runs.
   local out=${OUT:?collect writes into \$OUT}
+  shopt -s nullglob  # no run kept weights: no file named "ckpt-*.tgz"
   mkdir -p "$RUN_OUT/logs"
-  cp "$WORK/train.log" "$RUN_OUT/logs/train.log"
+  cp "$WORK/train.log" "$RUN_OUT/logs/train.log" 2>/dev/null || true
   (cd "$RUN_OUT" && tar -czf "$out/logs.tgz" logs)
   for dir in "$RUN_OUT"/checkpoints/*/; do
     name=$(basename "$dir")
@@ -111,18 +119,24 @@ collect() {
   ls -la "$out"
 }
 
+# A call cut by its time limit (the device tool's timeout sends TERM first) still brings back
+# what the runs kept: collect ran only after the wait, and nothing came back.
+on_term() { echo "TERM: collecting what the runs kept"; collect || true; exit 143; }
+
 case "$step" in
   stage) stage ;;
   setup) setup ;;
   go) stage; setup; start; wait_run ;;
   all)  # one call: DEADLINE_S (default 500) seconds after it began, the runs still going are stopped
     began=$(date +%s); stage; setup
+    trap on_term TERM
     export DEADLINE=$((began + ${DEADLINE_S:-500})); start; WAIT_S=$((DEADLINE - $(date +%s) + 30)) wait_run
     collect ;;
   cont)  # a second call on the still-warm machine: the first call's bests, continued at LR_SCALE
     began=$(date +%s)
     export INIT_ROOT=$WORK/out/checkpoints LR_SCALE=${LR_SCALE:-0.5} SEED=${SEED:-12}
     RUN_OUT=$WORK/out2; rm -rf "$RUN_OUT"
+    trap on_term TERM
     export DEADLINE=$((began + ${DEADLINE_S:-200})); start; WAIT_S=$((DEADLINE - $(date +%s) + 30)) wait_run
     collect ;;
   wait) wait_run ;;

@@ -8,10 +8,14 @@ packages; each call may carry at most 64 MiB with the working tree. This script 
   training and its dev scoring read (a copy of the needed files of ../shared/data), and
   wheels for the Python packages the device lacks or has at other versions (pinned to
   the versions installed here);
-* the bundle split into ``.gpu/part-NN`` files of at most ``--part-mb`` MiB, each carried by
-  one device call (``scripts/gpu/device.sh stage``), and ``SHA256SUMS``.
+* the bundle split into ``.gpu/part-NN`` files, each carried by one device call
+  (``scripts/gpu/device.sh stage``) beside the working tree, and ``SHA256SUMS``. A part's size
+  is worked out from the tree as it is now (``--part-mb`` overrides it): a hard-coded size
+  outgrew the room beside a tree that had grown (39.25 MiB parts, then 35, beside a 30.9 MiB
+  tree: 69 MB a call, over the 64 MiB, and the lease's first call refused). The first part
+  holds the wheels whole (``stage`` installs them from it alone), so a part is never smaller.
 
-Usage: ``.venv/bin/python scripts/gpu/pack.py [--part-mb 39.25]``; docs/training.md has the
+Usage: ``.venv/bin/python scripts/gpu/pack.py [--part-mb MiB]``; docs/training.md has the
 device-call runbook.
 """
 
@@ -97,16 +101,59 @@ def _wheels(target: Path) -> list[str]:
     return pins
 
 
+# What one device call may carry, the working tree included, and what is kept free of it (the
+# SHA256SUMS file, the tree's growth between packing and the lease, rounding).
+CALL_BYTES = 64 * 2**20
+MARGIN_BYTES = 2**20
+
+
+def tree_bytes() -> int:
+    """The bytes of the working tree a device call carries: the tracked files and the
+    untracked ones git does not ignore, as they are on disk now."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    total = 0
+    for name in filter(None, listed):
+        path = ROOT / name.decode()
+        if path.is_file() and not path.is_symlink():
+            total += path.stat().st_size
+    return total
+
+
+def part_bytes(tree: int, wheels: int, asked_mb: float | None) -> int:
+    """A part's size: what a call leaves beside ``tree`` (``asked_mb`` instead, where given,
+    if that fits), never less than the ``wheels`` and a margin, which the first part holds.
+
+    Raises:
+        SystemExit: no part that fits beside the tree can hold the wheels, or ``asked_mb``
+            does not fit beside it.
+    """
+    room = CALL_BYTES - tree - MARGIN_BYTES
+    size = room if asked_mb is None else int(asked_mb * 2**20)
+    if size > room:
+        raise SystemExit(f"--part-mb {asked_mb} does not fit beside the {tree / 2**20:.1f} MiB "
+                         f"working tree: at most {room / 2**20:.2f} MiB a part")
+    if size < wheels + MARGIN_BYTES:
+        raise SystemExit(f"a part of {size / 2**20:.2f} MiB cannot hold the wheels "
+                         f"({wheels / 2**20:.1f} MiB), which the first part must hold whole: the "
+                         f"working tree ({tree / 2**20:.1f} MiB) leaves too little room in a call; "
+                         "make it smaller (results/ and docs/ images are the large parts)")
+    return size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part-mb", type=float, default=39.25,
-                        help="largest part (MiB); the 22.5 MiB working tree rides along, 64 MiB per call in all")
+    parser.add_argument("--part-mb", type=float, default=None,
+                        help="largest part (MiB); default: what a call leaves beside the working "
+                             "tree as it is now (64 MiB per call in all)")
     args = parser.parse_args()
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir()
     bundle = OUT / "bundle.tar.xz"
     pins = _wheels(OUT / "wheels")
+    tree = tree_bytes()
+    size = part_bytes(tree, sum(w.stat().st_size for w in (OUT / "wheels").iterdir()), args.part_mb)
     # xz, not gzip: 6 MiB smaller (the quantised GGUF and fp16 weights barely compress), one
     # device call fewer.
     with tarfile.open(bundle, "w:xz", preset=6) as tar:
@@ -120,7 +167,6 @@ def main() -> None:
             tar.add(DATA / rel, f"data/{rel}")
         _add_bytes(tar, "manifest.json", json.dumps({"wheels": pins, "data": DATA_FILES}, indent=1).encode())
     shutil.rmtree(OUT / "wheels")
-    size = int(args.part_mb * 2**20)
     sums = []
     with bundle.open("rb") as f:
         for i, chunk in enumerate(iter(lambda: f.read(size), b"")):
@@ -130,7 +176,8 @@ def main() -> None:
     (OUT / "SHA256SUMS").write_text("\n".join(sums) + "\n")
     total = bundle.stat().st_size
     bundle.unlink()
-    print(f"wrote {len(sums)} parts ({total / 2**20:.1f} MiB) to {OUT}; carry one per call: "
+    print(f"wrote {len(sums)} parts ({total / 2**20:.1f} MiB, at most {size / 2**20:.2f} MiB "
+          f"each beside the {tree / 2**20:.1f} MiB working tree) to {OUT}; carry one per call: "
           + ", ".join(f".gpu/part-{i:02d}" for i in range(len(sums))))
 
 

@@ -187,3 +187,48 @@ def test_dev_sts_all_scores_every_stsb_dev_pair_in_the_corpus_runs_only(tmp_path
     assert "--dev-sts-pairs" not in commands["inbedder"]  # the instruction dev suite has no STS part
     result, commands = _train_all_commands(tmp_path, "causal-eos")
     assert "--dev-sts-pairs" not in commands["causal-eos"]  # unset: the trainer's 400 pairs
+
+
+def test_a_second_call_runs_the_methods_of_the_first(tmp_path):
+    """Each device call is a fresh shell: `cont` without METHODS (as the runbook wrote it) fell
+    back to the default five, none of which the first call had trained ("no checkpoint at
+    ...", exit 2), and its collect left a file named "ckpt-*.tgz" (the GPU review of
+    2026-12-06). A stand-in train_all.sh records the METHODS it was given."""
+    import os
+
+    repo = tmp_path / "repo"
+    (repo / "scripts" / "gpu").mkdir(parents=True)
+    (repo / "scripts" / "gpu" / "train_all.sh").write_text(
+        'mkdir -p "$1"; echo "$METHODS" > "$1/methods-seen"\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "env.sh").write_text("")
+    (work / "methods").write_text("gircse-lr2 gircse-b256 gircse-later\n")  # the `all` call's
+    out = tmp_path / "o"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "METHODS"}
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "device.sh"), "cont"], cwd=repo,
+                            env={**env, "FACET_GPU_WORK": str(work), "OUT": str(out), "DEADLINE_S": "20"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (work / "out2" / "methods-seen").read_text().split() == ["gircse-lr2", "gircse-b256", "gircse-later"]
+    assert sorted(p.name for p in out.iterdir()) == ["logs.tgz"]  # no run kept weights: no "ckpt-*.tgz"
+
+
+def test_a_part_fits_beside_the_working_tree_and_holds_the_wheels():
+    """`--part-mb 39.25` (the Makefile's) and then 35 (the runbook's) outgrew the room beside a
+    working tree that had grown to 30.9 MiB: every call carrying a part was refused (64 MiB a
+    call). The size is worked out from the tree now, and refused where the first part could
+    not hold the wheels whole."""
+    import pytest
+
+    pack = load_script("gpu/pack.py")
+    mib = 2**20
+    assert pack.part_bytes(31 * mib, 26 * mib, None) == 64 * mib - 31 * mib - pack.MARGIN_BYTES
+    assert pack.part_bytes(31 * mib, 26 * mib, 30.0) == 30 * mib
+    with pytest.raises(SystemExit, match=r"does not fit beside the 31\.0 MiB working tree"):
+        pack.part_bytes(31 * mib, 26 * mib, 35.0)
+    with pytest.raises(SystemExit, match="cannot hold the wheels"):
+        pack.part_bytes(40 * mib, 26 * mib, None)
+    tree = pack.tree_bytes()
+    assert 5 * mib < tree < 64 * mib  # the checkout's own files, not the venv or .gpu
