@@ -17,6 +17,7 @@ changed, and a document that now fails to parse keeps its indexed version.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -418,6 +419,9 @@ class Seen:
     # The run indexes a collection's upload folder (``upload_run``): a duplicate's way out is
     # the page's, not an edit of files the user cannot reach.
     uploads: bool = False
+    # How many keys each source gave first (``sources``' values counted): whether removing a
+    # duplicate's first record takes its file with it (its only one).
+    firsts: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def kept(self, source: str) -> bool:
         """Whether a sync keeps the documents of ``source`` this run did not see: the file
@@ -437,7 +441,9 @@ class Seen:
 
     def add(self, item: ParsedDocument | DocumentError | StreamedDocument) -> None:
         self.keys.add(item.key)
-        self.sources.setdefault(item.key, str(item.source))
+        if item.key not in self.sources:
+            self.sources[item.key] = str(item.source)
+            self.firsts[str(item.source)] += 1
         if isinstance(item, DocumentError):
             self.failed_sources.add(item.source)
             if holds_no_records(item):
@@ -451,14 +457,18 @@ class Seen:
         where = ("the file repeats it" if first in (None, str(source))
                  else f"{first} already has a record with it")
         way_out = "give each record an id of its own"
-        if self.uploads and first not in (None, str(source)):
+        if self.uploads and first is not None and first != str(source):
             # Staged uploads: every upload job indexes them all again, so this error came back
             # with each later upload, and no document row showed it (the UI review of
-            # 2026-12-06); the files cannot be edited where they are.
-            way_out = (f"every upload job says this again while both files are staged: remove "
-                       f"document {key!r} (the other file's record; its file goes with its last "
-                       "record) and the next upload job indexes this one, or upload one of the "
-                       "files again with ids of its own")
+            # 2026-12-06); the files cannot be edited where they are. Removing the document
+            # helps only where it is the other file's one record (the file goes with it); else
+            # the next upload job reads that file again, first in name order, and the same.
+            upload = "upload one of the files again with ids of its own"
+            way_out = ("every upload job says this again while both files are staged (they are "
+                       "read in name order, the first keeping the id): "
+                       + (f"remove document {key!r} (the other file's only record: the file goes "
+                          f"with it) and the next upload job indexes this one, or {upload}"
+                          if self.firsts[first] == 1 else upload))
         return (f"{duplicate_prefix(key, source)}{where}; only the first occurrence is indexed "
                 f"({way_out})")
 

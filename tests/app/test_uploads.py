@@ -257,9 +257,9 @@ def test_a_duplicate_id_between_staged_uploads_says_the_pages_way_out(facet, tmp
     [error] = [e["message"] for e in _ended(facet, second.job.id).errors if e["kind"] == "error"]
     assert error.endswith(
         "only the first occurrence is indexed (every upload job says this again while both files "
-        "are staged: remove document 't-2' (the other file's record; its file goes with its last "
-        "record) and the next upload job indexes this one, or upload one of the files again "
-        "with ids of its own)"), error
+        "are staged (they are read in name order, the first keeping the id): remove document "
+        "'t-2' (the other file's only record: the file goes with it) and the next upload job "
+        "indexes this one, or upload one of the files again with ids of its own)"), error
     removed = facet.remove_documents("rev", ["t-2"])
     assert [d.source_deleted for d in removed.removed] == [True]  # dup.jsonl, its only record
     third = facet.upload("rev", _files(tmp_path / "in3", note_dot_txt="an unrelated note"))
@@ -267,6 +267,13 @@ def test_a_duplicate_id_between_staged_uploads_says_the_pages_way_out(facet, tmp
     assert job.docs_failed == 0 and not [e for e in job.errors if e["kind"] == "error"], job.errors
     [t2] = [d for d in facet.documents("rev", prefix="t-2")]
     assert t2.source.endswith("tickets.csv") and t2.status == "indexed"
+    # The other file holds records of its own: removing the document would not take it away
+    # (the next upload job reads it again, first by name): only uploading again is offered
+    # (the verification round: "remove document 'r2'" was followed, and nothing changed).
+    fourth = facet.upload("rev", _files(tmp_path / "in4", a_dot_csv="id,text\nt-3,a duplicate\nz-9,its own\n"))
+    [error] = [e["message"] for e in _ended(facet, fourth.job.id).errors if e["kind"] == "error"]
+    assert error.endswith("(they are read in name order, the first keeping the id): upload one of "
+                          "the files again with ids of its own)"), error
     # Not an upload folder: the files are the user's to give ids of their own.
     folder = tmp_path / "mine"
     folder.mkdir()
