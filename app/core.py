@@ -100,6 +100,7 @@ from app.uploads import (
     remove_collection_uploads,
     stage_uploads,
     take_back,
+    upload_folder_path,
 )
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role, validate_instruction
 from indexer import metadata as md
@@ -1076,7 +1077,7 @@ class Facet:
         from indexer.store import validate_name
 
         check_collection(collection)  # (named as its field, as ``index`` names it)
-        return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
+        return upload_folder_path(self.settings.data_dir, validate_name(collection))
 
     @_domain_errors
     def upload(self, collection: str, files: Sequence[str | os.PathLike[str]], *,

@@ -31,6 +31,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from app.services.collections import JobInfo
 
+def upload_folder_path(data_dir: Path | str, collection: str) -> Path:
+    """A collection's upload folder, ``DATA_DIR/uploads/NAME``, which every upload job indexes
+    whole (the name as given: ``Facet.upload_folder`` checks it first)."""
+    return Path(data_dir) / "uploads" / collection
+
+
 def _suffix(path: Path) -> str:
     return path.suffix.lower()
 

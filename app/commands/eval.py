@@ -419,8 +419,8 @@ def eval_cmd(
 
 def cache_summary(cache: Any) -> str:
     """The report line's account of the embedding cache: its hits and the texts encoded, and
-    the texts a task repeats (encoded once); with `--no-cache`, no cache named (it said
-    "cache: 5 hits" of STS-B's repeated sentences)."""
+    the texts repeated within one encode (encoded once); with `--no-cache`, no cache named (it
+    said "cache: 5 hits" of STS-B's repeated sentences)."""
     repeats = f", {plural(cache.repeats, 'repeated text')} encoded once" if cache.repeats else ""
     if cache.root is None:
         return f"no cache (--no-cache): {plural(cache.misses, 'text')} encoded{repeats}"

@@ -95,6 +95,7 @@ from app.services.search import (
     with_recorded_options,
 )
 from app.text import plural, shell_word
+from app.uploads import upload_folder_path
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
 from indexer.chunking import (
@@ -479,8 +480,8 @@ def upload_run(settings: Any, source: str | None, collection: str) -> bool:
     if not source:
         return False
     try:
-        folder = Path(settings.data_dir) / "uploads" / collection
-        return os.path.realpath(source) == os.path.realpath(folder)
+        return os.path.realpath(source) == os.path.realpath(upload_folder_path(settings.data_dir,
+                                                                               collection))
     except (OSError, ValueError):
         return False
 
@@ -3016,7 +3017,7 @@ class IndexService:
         Each one deleted is marked (``source_deleted``, ``source_exists`` False); how many
         files were deleted."""
         try:
-            folder = (Path(self.settings.data_dir) / "uploads" / coll.name).resolve()
+            folder = upload_folder_path(self.settings.data_dir, coll.name).resolve()
         except (OSError, ValueError, RuntimeError):
             return 0
         if not folder.is_dir():
