@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -50,7 +50,7 @@ from app.services.clustering import (
     labels_v_measure,
     limit_option,
 )
-from app.services.collections import JobInfo
+from app.services.collections import CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
@@ -400,17 +400,16 @@ class UiHandlers:
                 keep(index_value, custom=True),
                 keep(delete_value, names=p.collections + p.strays), gr.update(choices=p.folders))
 
-    def _recorded(self, collection: str | None) -> dict[str, str]:
-        """What ``collection`` recorded as loading each of its vectors' embedders, where that is
-        not the vector's name (``minilm[instruction_weight=1]``, a checkpoint's path), by vector
-        name; empty for none, or a collection gone or misnamed (a search says so itself)."""
+    def _info(self, collection: str | None) -> CollectionInfo | None:
+        """The picked collection's listing; None for none picked, or one gone or misnamed (a
+        search says so itself)."""
         name = (collection or "").strip()
         if not name:
-            return {}
+            return None
         try:
-            return dict(self.facet.collection(name).sources)
+            return self.facet.collection(name)
         except FacetError:
-            return {}
+            return None
 
     @staticmethod
     def _choice(vector: str, spec: str | None) -> str:
@@ -440,17 +439,20 @@ class UiHandlers:
         return (gr.update(choices=choices, value=value),
                 gr.update(choices=self.examples_for(collection), value=None))
 
-    def _offered(self, collection: str | None) -> list[str]:
-        """The allowed embedders and the specs with options ``collection`` recorded."""
-        recorded = [self._choice(vector, spec) for vector, spec in self._recorded(collection).items()
-                    if vector in self._allowed()]
-        return list(dict.fromkeys(self.embedders() + recorded))
+    def _offered(self, recorded: Mapping[str, str]) -> list[str]:
+        """The allowed embedders and the specs with options a collection ``recorded``
+        (``CollectionInfo.sources``: what loads each of its vectors' embedders where that is not
+        the vector's name, ``minilm[instruction_weight=1]``, a checkpoint's path)."""
+        specs = [self._choice(vector, spec) for vector, spec in recorded.items()
+                 if vector in self._allowed()]
+        return list(dict.fromkeys(self.embedders() + specs))
 
     @ui_errors
     def embedder_choices(self, collection: str | None) -> Any:
         """The Index tab's embedders for the picked collection: the allowed ones and the specs
         with options the collection recorded (the picker's value is kept)."""
-        return gr.update(choices=self._offered(collection))
+        info = self._info(collection)
+        return gr.update(choices=self._offered(info.sources if info is not None else {}))
 
     @ui_errors
     def cluster_embedder_choices(self, collection: str | None) -> Any:
@@ -460,14 +462,10 @@ class UiHandlers:
         cluster it when no embedder is named. The picker kept the server's default (minilm):
         a collection indexed with InstEmb was clustered with minilm's vectors, unlike the CLI
         and the API given the same options."""
-        offered = self._offered(collection)
-        name = (collection or "").strip()
-        if not name:
-            return gr.update(choices=offered)
-        try:
-            info = self.facet.collection(name)
-        except FacetError:
-            return gr.update(choices=offered)
+        info = self._info(collection)  # (read once: the choices and the pick both need it)
+        if info is None:
+            return gr.update(choices=self._offered({}))
+        offered = self._offered(info.sources)
         default = info.default_embedder
         if default is None or default not in info.embedders:
             return gr.update(choices=offered)
