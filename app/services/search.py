@@ -697,11 +697,6 @@ def _number_texts(value: int | float) -> tuple[str, ...]:
 _EXACT_FLOAT = 2**53
 
 
-def _number_text(value: int | float) -> str:
-    """A filter's number as a stored text of it would read (5.0 as "5")."""
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -2150,7 +2145,10 @@ class SearchService:
                         # Every value read, and text only: a number never matches here. Where its
                         # text twin is held ("5" for 5) the type hint says so; else it got no
                         # word at all (`{"category": 5}` found nothing, `"5"` was said unheld).
-                        strays = [_number_text(n) for n in numbers if _number_text(n) not in seen]
+                        # Each number's text forms (``_typed_forms``: 5 as "5", 2.0 as "2.0"
+                        # and "2"), the last the one said.
+                        strays = [forms[-1] for forms in map(_typed_forms, numbers)
+                                  if not any(text in seen for text in forms[1:])]
                         if strays and seen:
                             said_numbers = (strays[0] if len(strays) == 1 else
                                             f"{', '.join(strays[:-1])} or {strays[-1]}")
