@@ -131,19 +131,18 @@ def removed_text(report: RemoveReport, uploads: Path | None) -> str:
         # and not that the next, unrelated upload brings the record back (the UI review of
         # 2026-12-06).
         files = list(dict.fromkeys(shown_key(d.source, uploads) for d in staged))
+        one, one_file = len(staged) == 1, len(files) == 1
+        them = "it" if one else "them"
         said += (f" {plural(len(staged), 'record')} of {listed(files)}, which "
-                 f"{'holds' if len(files) == 1 else 'hold'} other indexed records, "
-                 f"{'stays' if len(staged) == 1 else 'stay'} in the upload: the next upload job "
-                 "into this collection adds "
-                 f"{'it' if len(staged) == 1 else 'them'} back; to keep "
-                 f"{'it' if len(staged) == 1 else 'them'} out, upload "
-                 f"{'that file' if len(files) == 1 else 'those files'} again without "
-                 f"{'it' if len(staged) == 1 else 'them'}, or remove every record of "
-                 f"{'it' if len(files) == 1 else 'them'}.")
+                 f"{'holds' if one_file else 'hold'} other indexed records, "
+                 f"{'stays' if one else 'stay'} in the upload: the next upload job into this "
+                 f"collection adds {them} back; to keep {them} out, upload "
+                 f"{'that file' if one_file else 'those files'} again without {them}, or remove "
+                 f"every record of {'it' if one_file else 'them'}.")
     if elsewhere:
         kept = len({d.source for d in elsewhere})
+        one = kept == 1
         said += (f" {plural(kept, 'file')} still in the folder indexed: indexing "
-                 f"{'it' if kept == 1 else 'them'} again adds "
-                 f"{'its documents' if kept == 1 else 'their documents'} back unless "
-                 f"{'it is' if kept == 1 else 'they are'} deleted there.")
+                 f"{'it' if one else 'them'} again adds {'its' if one else 'their'} documents "
+                 f"back unless {'it is' if one else 'they are'} deleted there.")
     return said

@@ -240,7 +240,7 @@ def test_a_job_cancelled_before_it_wrote_names_the_empty_collection_made_for_it(
     """A running job cancelled before its first document went in ended "cancelled before any
     document was indexed: nothing was written", and the collection made for it stayed listed
     (0 documents), named nowhere; a queued one's cancel and a completed empty run say so. The
-    chunk protocol (a worker's) and the in-process background runner alike."""
+    chunk protocol (a worker's) here; the in-process runner's in test_cancel_big_document.py."""
     from app.services.distributed import ChunkedIndexService
 
     write_corpus(tmp_path / "src", 4)
