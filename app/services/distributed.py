@@ -890,7 +890,8 @@ class ChunkedIndexService:
             self._add_counts(s, job_id, report, tally, chunks_done=1)
 
         self.index._process_batch(session, coll, tally, report, items, embedder, spec,
-                                  tokenize, chunking, finish=finish, heartbeat=heartbeat)
+                                  tokenize, chunking, finish=finish, heartbeat=heartbeat,
+                                  scope=job.source)
         return report.chunks_written
 
     @staticmethod

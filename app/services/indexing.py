@@ -1015,14 +1015,23 @@ def storable(batch: list[Any]) -> list[Any]:
     return out
 
 
-def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> ParsedDocument:
+def _note_replaced_source(doc: ParsedDocument, row: md.Document | None,
+                          scope: str | None = None) -> ParsedDocument:
     """A record whose id is already a document of another file replaces it (ids are unique
     in a collection: a file renamed or a record moved must go on being one document), with a
     warning: indexing jan.csv and then feb.csv, both with ids 1 and 2, replaced January's
-    records without a word. A copy carries the warning (parsed documents may be cached)."""
+    records without a word. A copy carries the warning (parsed documents may be cached).
+
+    ``scope``: what the run indexes (the job's source). A file under it is read by this run
+    too: if it still holds the id, the run says so as a duplicate of its own; if not, the
+    record moved (an edited a.csv gave its id 2 to a new b.csv), and "a.csv, which still
+    exists" warned of a conflict there was none of."""
     if row is None or row.source == doc.source or row.key == doc.key == doc.source:
         return doc
     if row.status != "indexed" or _source_state(row.source) is not True:
+        return doc
+    if scope is not None and (row.source == scope or
+                              row.source.startswith(scope.rstrip(os.sep) + os.sep)):
         return doc
     note = (f"document id {doc.key!r} was a record of {row.source}, which still exists; this "
             f"record of {doc.source} replaced it (ids are unique in a collection: give the "
@@ -3852,7 +3861,8 @@ class IndexService:
                 if pending:  # what came before it goes first: documents stay in order
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking, moves=moves, heartbeat=heartbeat)
+                                        tokenize, chunking, moves=moves, heartbeat=heartbeat,
+                                        scope=job.source)
                     pending, pending_tokens = [], 0
                 self._process_streamed(session, coll, job, report, item, embedder, spec,
                                        tokenize, chunking, batch_limit, heartbeat,
@@ -3876,7 +3886,7 @@ class IndexService:
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
                                         tokenize, chunking, encoding=encoding, moves=moves,
-                                        heartbeat=heartbeat)
+                                        heartbeat=heartbeat, scope=job.source)
                     job.message = None  # committed with the next batch (or the job's end)
                     if progress is not None:
                         progress(Progress(report.docs_seen, max(total, report.docs_seen),
@@ -3929,7 +3939,8 @@ class IndexService:
             # Unchanged (or only this embedder's vectors missing): the chunks are in the
             # metadata already, so the batch path handles it without reading the file.
             self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
-                                tokenize, chunking, moves=moves, heartbeat=heartbeat)
+                                tokenize, chunking, moves=moves, heartbeat=heartbeat,
+                                scope=job.source)
             return
         # The same content indexed at another place: its chunks copy their vectors, batch by
         # batch (``_process_batch``'s donors), its chunks the donor's (the file is not cut
@@ -4118,7 +4129,8 @@ class IndexService:
                        chunking: ChunkingConfig,
                        finish: Callable[[Session], None] | None = None,
                        encoding: Callable[..., None] | None = None, moves: bool = True,
-                       heartbeat: leases.Heartbeat | None = None) -> None:
+                       heartbeat: leases.Heartbeat | None = None,
+                       scope: str | None = None) -> None:
         """Steps 1-3 of the write protocol for one batch of documents (``moves``: a document
         whose content's old place is gone removes it; ``--no-sync`` keeps it, copying only).
 
@@ -4131,6 +4143,7 @@ class IndexService:
                 with ``vector=`` the other embedder's name for a companion's vectors.
             heartbeat: the job's lease, checked (``holds``) after the encode, before step 2:
                 lost there, nothing of the batch is written and its documents are put back.
+            scope: the job's source, which the whole run reads (``_note_replaced_source``).
         """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
@@ -4157,7 +4170,7 @@ class IndexService:
                     continue
                 items.append(_Item(entry, digest, row, "vectors"))
             else:
-                items.append(_Item(_note_replaced_source(entry, row), digest, row, "write"))
+                items.append(_Item(_note_replaced_source(entry, row, scope), digest, row, "write"))
         # Content the collection holds already (a file moved or renamed, a copy) copies its
         # vectors: a moved folder was encoded again whole, hours with an LLM embedder. Looked up
         # before step 1 marks the rows about to be written (a record's own row is a donor).

@@ -440,6 +440,26 @@ def test_a_moved_record_file_is_planned_again_so_its_source_follows(make_ctx, tm
     assert {h.payload["source"] for h in ctx.store.scroll("c", limit=10)} == {str(src / "b.jsonl")}
 
 
+def test_a_record_moved_to_another_file_of_the_job_is_no_conflict(make_ctx, tmp_path) -> None:
+    """A chunk task warned "'r2' was a record of a.jsonl, which still exists" of a record
+    the edited a.jsonl had given to a new b.jsonl, both files of the job's folder."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": "r1", "text": "alpha apple"}\n{"id": "r2", "text": "beta banana"}\n')
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, src, "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    (src / "a.jsonl").write_text('{"id": "r1", "text": "alpha apple"}\n')
+    (src / "b.jsonl").write_text('{"id": "r2", "text": "beta banana"}\n')
+    service, prepared, numbers = _plan(ctx, src, "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed" and job.docs_indexed == 1
+    assert not any("was a record of" in e["message"] for e in job.errors), job.errors
+
+
 def test_a_chunk_whose_document_errors_cannot_be_recorded_still_fails_and_ends_the_job(
         make_ctx, tmp_path, monkeypatch) -> None:
     """On PostgreSQL a key SQLite stored made recording the chunk's own error raise too: the

@@ -148,6 +148,34 @@ def test_a_record_replacing_another_files_record_of_the_same_id_says_so(make_ctx
     assert not any("was a record of" in w for _k, w in moved.warnings)
 
 
+def test_a_record_moved_between_files_of_the_folder_indexed_is_no_conflict(make_ctx,
+                                                                          tmp_path) -> None:
+    """a.csv edited to give its record 2 to a new b.csv, the folder indexed again: the run
+    warned "'2' was a record of a.csv, which still exists" though a.csv holds it no more. A
+    file the run reads itself names a real clash as a duplicate of its own."""
+    src = tmp_path / "mv"
+    src.mkdir()
+    (src / "a.csv").write_text("id,text\n1,card declined at the shop\n2,how do I reset my pin\n")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "mv")
+    (src / "a.csv").write_text("id,text\n1,card declined at the shop\n")
+    (src / "b.csv").write_text("id,text\n2,how do I reset my pin\n")
+    moved = service.index(src, "mv")
+    assert (moved.docs_indexed, moved.docs_failed) == (1, 0)
+    assert not any("was a record of" in w for _k, w in moved.warnings), moved.warnings
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "mv")
+        assert coll is not None
+        assert md.documents_by_key(s, coll.id, ["2"])["2"].source == str(src / "b.csv")
+    # Still in a.csv too: the run says so once, as its own duplicate, naming both files.
+    (src / "a.csv").write_text("id,text\n1,card declined at the shop\n2,pin reset\n")
+    clash = service.index(src, "mv")
+    assert not any("was a record of" in w for _k, w in clash.warnings), clash.warnings
+    (key, message), = clash.errors
+    assert key == "2" and "a.csv" in message and "b.csv" in message
+
+
 def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
     src = tmp_path / "src"
     files = write_corpus(src, 4)
