@@ -110,6 +110,7 @@ from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, header_unsafe_at, plural
 from app.uploads import original_name
 from indexer.errors import IndexerError, mask_secrets
+from indexer.lexical import LEXICAL_LABEL
 from indexer.store import point_id
 
 logger = logging.getLogger(__name__)
@@ -470,10 +471,14 @@ def allowed_models(facet: Facet) -> list[str]:
 
 
 def _check_model(facet: Facet, name: str | None, field: str,
-                 collection: str | None = None) -> None:
+                 collection: str | None = None, lexical: bool = False) -> None:
     """Refuse a model name the server does not serve: not in ``allowed_models``, nor a spec
-    ``collection`` recorded for one of its allowed vectors (``Facet.recorded_specs``)."""
-    if name is None:
+    ``collection`` recorded for one of its allowed vectors (``Facet.recorded_specs``).
+
+    ``lexical``: a search's embedder, where ``bm25`` (the name a lexical search's response
+    gives its ranking) means a lexical search, loads no model and is the search's to check, as
+    in process: a remote retriever or a client sending the name back got a 404."""
+    if name is None or (lexical and name.strip().lower() == LEXICAL_LABEL):
         return
     allowed = allowed_models(facet)
     if name not in allowed and name not in facet.recorded_specs(collection, allowed):
@@ -1023,7 +1028,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def search(body: SearchBody, facet: FacetDep, request: Request) -> Response:
         """Instruction-aware search of a collection; each result with its point ``id``."""
         _note_texts(request, 1)
-        _check_model(facet, body.embedder, "embedder", body.collection)
+        _check_model(facet, body.embedder, "embedder", body.collection, lexical=True)
         # An empty rerank is none, as in process (`facet search --rerank ''`, the LangChain
         # retriever): a remote retriever's rerank="" was a 404 "rerank '' is not served here".
         rerank = body.rerank or None
@@ -1070,7 +1075,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         _check_model(facet, body.embedder, "embedder", body.collection)
         _check_model(facet, body.explainer, "explainer")
         if body.search is not None:
-            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection)
+            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection,
+                         lexical=True)
         if body.collection is not None:
             # (A private check of the service: the one its ``cluster`` runs first.)
             facet.clustering._check_collection(body.collection)
@@ -1083,7 +1089,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         _check_model(facet, body.explainer, "explainer")
         search = None
         if body.search is not None:
-            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection)
+            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection,
+                         lexical=True)
             s = body.search
             search = SearchRequest(query=s.query, collection=s.collection,
                                    instruction=s.instruction, top_k=s.k, filters=s.filters,
