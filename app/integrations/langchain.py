@@ -71,6 +71,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -402,6 +403,12 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
         # A password in base_url (a proxy's) was shown by repr, as the key is not.
         for name, value in super().__repr_args__():
             yield name, (mask_secrets(value) if name == "base_url" and isinstance(value, str) else value)
+
+    @field_serializer("base_url")
+    def _masked_url(self, url: str | None) -> str | None:
+        """``model_dump()`` and ``model_dump_json()`` mask it as repr does (they gave the
+        password as typed; the key they leave out). A copy (``model_copy``, pickle) keeps it."""
+        return None if url is None else mask_secrets(url)
 
     def __init__(self, **data: Any) -> None:
         """A bad setting is a ``FacetError`` as a bad per-call option is (``k=0`` raised

@@ -144,6 +144,10 @@ def test_a_base_url_with_a_password_keeps_it_out_of_messages_and_is_refused_with
         # Without a key (a proxy's Basic auth in front of an open server): taken; its errors
         # mask the password, and a 401 says no key was sent.
         retriever = FacetRetriever(collection="notes", base_url=with_password, api_key="")
+        # Nor in its dumps (they gave it as typed), while a copy keeps the working URL.
+        for dumped in (str(retriever.model_dump()), retriever.model_dump_json(), repr(retriever)):
+            assert "s3cretpw" not in dumped and "alice:***@" in dumped, dumped
+        assert retriever.model_copy().base_url == with_password
         with pytest.raises(AuthenticationError) as denied:
             retriever.invoke("card")
         assert "s3cretpw" not in str(denied.value) and "alice:***@" in str(denied.value)
