@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import InvalidRequestError
 from app.services.clustering import far_apart
+from app.services.indexing import LEFT_EMPTY
 from app.services.search import TOP_LEVEL_FIELDS, check_filters, why_no_results
 from app.text import plural, printable, size_text
 
@@ -690,13 +691,23 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
 STOPPED_STATES = ("interrupted", "cancelled")
 
 
+def _on_page(part: str) -> str:
+    """One "; "-part of a job's message in the page's words: the note on a collection the job
+    made and left empty names the Collections tab's Delete, not `facet delete C` (DELETE
+    /collections/C), which a stopped job's message lost whole (its command) and a finished
+    one's showed."""
+    if LEFT_EMPTY not in part:
+        return part
+    return part.split(": `", 1)[0] + ": Delete collection, on the Collections tab, removes it"
+
+
 def job_message(job: JobInfo, hint: str | None = None) -> str:
     """The job's message in the page's words. A stopped (``STOPPED_STATES``) job's message ends
     with the command line that resumes it (`facet index ... --collection ...`) or "index the same
     source again", which a person on the page cannot do: that part is left out and ``hint``
     (what to do on the page) takes its place, unless another job has taken the work up already
     ("resumed by job 9")."""
-    message = job.message or ""
+    message = "; ".join(_on_page(part) for part in (job.message or "").split("; "))
     if job.state not in STOPPED_STATES:
         return message
     # The core's messages put what happened first and the hint after "; " (it keeps only the
@@ -980,15 +991,18 @@ def deleted_text(c: CollectionInfo, stray: bool) -> str:
     return said
 
 
-JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunks", "embedder",
-               "started", "message"]
+# "removed": what a sync took out (a file deleted from the folder, an upload replaced without
+# some records), which the bar says (``removed_said``) and the table did not.
+JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "removed", "chunks",
+               "embedder", "started", "message"]
 # Widths for the jobs table (``gr.Dataframe(column_widths=...)``): left to the content, the long
 # messages squeezed the other columns until their headers broke mid-word ("jo|b", "fa|il|ed").
 # A header is bold monospace (14 px: 8.4 px a letter) inside 8 px of padding on each side:
 # "indexed" needs 59 + 16 px, which 72 px did not give ("indexe|d", "faile|d" at 1360 px).
 # All in pixels: percentages of a narrow window broke "collecti|on" and "embedd|er" below
 # ~1280 px and made each row 150-300 px tall on a phone; the table scrolls sideways instead.
-JOB_COLUMN_WIDTHS = ["56px", "112px", "96px", "72px", "88px", "80px", "80px", "104px", "144px", "288px"]
+JOB_COLUMN_WIDTHS = ["56px", "112px", "96px", "72px", "88px", "80px", "88px", "80px", "104px", "144px",
+                     "288px"]
 
 
 def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
@@ -1000,7 +1014,7 @@ def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None)
     # A message quotes file names and keys: their ESC, newline and bidi controls escaped.
     # Counts stay numbers, as in the Collections table (a column of "1,535" strings sorts as text).
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
-             j.chunks_written, printable(j.embedder), j.started_at or j.when(),
+             j.docs_deleted, j.chunks_written, printable(j.embedder), j.started_at or j.when(),
              printable("; ".join(filter(None, (messages.get(j.id, job_message(j)),
                                                errors_said(j)))))]
             for j in jobs]

@@ -652,12 +652,17 @@ def left_empty(session: Session, coll: md.Collection, job: md.IndexJob) -> bool:
                 any(j.id != job.id for j in md.list_jobs(session, coll.id, limit=2)))
 
 
+# What ``left_empty_note`` says of the collection, before the ways to delete it (the UI says its
+# own way: ``ui.render.job_message``).
+LEFT_EMPTY = "was made for this job and holds no indexed document"
+
+
 def left_empty_note(collection: str) -> str:
     """A background job's note on the collection made for it that it left empty. Kept (its
     caller reads the job later, which goes with it; a foreground run removes it), but `facet
     collections` and GET /collections listed an empty collection that neither the job nor its
     message ("nothing to index: ...") named."""
-    return (f"collection {collection!r} was made for this job and holds no indexed document: "
+    return (f"collection {collection!r} {LEFT_EMPTY}: "
             f"`facet delete {collection}` (DELETE /collections/{collection}) removes it")
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.services.collections import JobInfo
+from app.services.indexing import left_empty_note
 from app.services.search import SearchResponse, SearchResult
 from ui import inputs, render
 
@@ -416,9 +417,9 @@ def test_a_stopped_job_says_what_happened_and_what_to_do_on_the_page() -> None:
     assert render.job_message(resumed, "press Resume") == resumed.message
     failed = _job("failed", "ConflictError: collection 'notes' is being written", 8)
     assert render.job_rows([failed, stopped], {7: said}) == [
-        [8, "notes", "failed", 40, 40, 0, 40, "minilm", "2026-11-28T10:00:00",
+        [8, "notes", "failed", 40, 40, 0, 0, 40, "minilm", "2026-11-28T10:00:00",
          "ConflictError: collection 'notes' is being written"],
-        [7, "notes", "interrupted", 40, 40, 0, 40, "minilm", "2026-11-28T10:00:00", said]]
+        [7, "notes", "interrupted", 40, 40, 0, 0, 40, "minilm", "2026-11-28T10:00:00", said]]
     assert render.JOB_COLUMNS[-1] == "message"
     bar = render.job_html(stopped, 100, message=said, notices=["Not kept: scan.txt"])
     assert "Job 7 into <b>notes</b>: <b>interrupted</b>" in bar and "press Resume" in bar
@@ -490,3 +491,33 @@ def test_a_page_offset_that_is_no_count_is_the_first_page() -> None:
 
     assert [page_offset(v) for v in (None, 0, 40.0, float("nan"), float("inf"), -3, 1e300)] == [
         0, 0, 40, 0, 0, 0, 0]
+
+
+def test_a_collection_left_empty_is_named_with_the_pages_delete() -> None:
+    """The note on a collection a job made and left empty names `facet delete C` (DELETE
+    /collections/C): a stopped job's message lost it whole (its backticks read as the resume
+    command), and a finished one's showed a command line on the page."""
+    note = left_empty_note("cbig")
+    cancelled = _job("cancelled", f"cancelled before any document was indexed: nothing was "
+                     f"written; {note}")
+    said = render.job_message(cancelled, "press Resume")
+    assert said == ("cancelled before any document was indexed: nothing was written; collection "
+                    "'cbig' was made for this job and holds no indexed document: Delete "
+                    "collection, on the Collections tab, removes it; press Resume")
+    finished = _job("completed", f"nothing to index in /srv/x: the folder is empty; {note}")
+    shown = render.job_message(finished)
+    assert "facet delete" not in shown and "DELETE /collections" not in shown
+    assert shown.endswith("holds no indexed document: Delete collection, on the Collections "
+                          "tab, removes it")
+    # The jobs table shows the same words.
+    assert render.job_rows([finished])[0][-1] == shown
+
+
+def test_the_jobs_table_counts_what_a_sync_removed() -> None:
+    """The bar said "1 removed" of an upload that replaced a csv without one of its records;
+    the jobs table had no place for it."""
+    job = _job("completed", None)
+    job.docs_deleted = 1
+    cells = dict(zip(render.JOB_COLUMNS, render.job_rows([job])[0], strict=True))
+    assert cells["removed"] == 1 and cells["failed"] == 0
+    assert len(render.JOB_COLUMN_WIDTHS) == len(render.JOB_COLUMNS)
