@@ -117,9 +117,11 @@ def removed_text(report: RemoveReport, uploads: Path | None) -> str:
             f"({plural(report.chunks_deleted, 'chunk', grouped=True)}) from "
             f"{printable(report.collection)}: "
             f"{listed([shown_document(d, uploads) for d in report.removed])} (job {report.job_id}).")
-    if report.uploads_deleted():
-        said += (f" {plural(len(report.uploads_deleted()), 'uploaded file')} deleted with "
-                 "them: a later upload job does not add them back.")
+    deleted = report.upload_files_deleted()
+    if deleted:
+        said += (f" {plural(len(deleted), 'uploaded file')} deleted with "
+                 f"{'it' if report.docs_deleted == 1 else 'them'}: a later upload job does not "
+                 f"add {'it' if len(deleted) == 1 else 'them'} back.")
     folder = None if uploads is None else str(uploads).rstrip("/") + "/"
     still = report.still_in_source()
     staged = [d for d in still if folder is not None and d.source.startswith(folder)]

@@ -786,9 +786,9 @@ def _say_removed(report: RemoveReport) -> None:
     typer.echo(f"removed {plural(report.docs_deleted, 'document')} "
                f"({plural(report.chunks_deleted, 'chunk')}) from {report.collection}: job "
                f"{report.job_id} (`facet jobs {report.job_id}`)")
-    uploads = report.uploads_deleted()
+    uploads = report.upload_files_deleted()
     if uploads:
-        typer.echo(f"deleted {plural(len({d.source for d in uploads}), 'uploaded file')} from "
+        typer.echo(f"deleted {plural(len(uploads), 'uploaded file')} from "
                    "the collection's upload folder (an upload job indexes it whole, and would "
                    "have added them back)")
 

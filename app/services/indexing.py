@@ -813,6 +813,11 @@ class RemoveReport:
         (``RemovedDocument.source_deleted``)."""
         return [d for d in self.removed if d.source_deleted]
 
+    def upload_files_deleted(self) -> list[str]:
+        """The staged upload files deleted, each once: a csv's two records removed deleted one
+        file (the UI's toast said "2 uploaded files deleted")."""
+        return list(dict.fromkeys(d.source for d in self.uploads_deleted()))
+
 
 def removal_source(keys: list[str]) -> str:
     """How a removal's job row names what it did, in its ``source`` column (``facet jobs``

@@ -135,6 +135,13 @@ def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup)
     assert (folder / "tickets.csv").exists()
     facet.index(folder, "uploaded")  # the next upload job (any upload)
     assert [d.key for d in facet.documents("uploaded", prefix="t")] == ["t1", "t2"]
+    # Both records removed: their one file goes with them, counted once (it said "2 uploaded
+    # files deleted with them"), as `facet delete -d` counts it.
+    both = facet.remove_documents("uploaded", ["t1", "t2"])
+    assert documents.removed_text(both, folder.resolve()).endswith(
+        f"(job {both.job_id}). 1 uploaded file deleted with them: a later upload job does not "
+        "add it back.")
+    assert not (folder / "tickets.csv").exists()
     # A server folder's file is the user's to delete there.
     notes = facet.remove_documents("notes", ["n0", "n1"])
     assert documents.removed_text(notes, None).endswith(
