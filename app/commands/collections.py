@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 from urllib.parse import quote
 
@@ -593,6 +594,18 @@ def _prefix_path(prefix: str | None) -> str | None:
     return absolute + os.sep if prefix.endswith(("/", os.sep)) else absolute
 
 
+def _gone_path_prefixes(given: str | None, used: str | None) -> list[str]:
+    """The absolute paths a relative ``--prefix`` that names nothing here may be, as `facet
+    delete --document` reads such a key (``path_keys``): what ``_prefix_path`` kept as given
+    (``used``), read from the working folder, its trailing ``/`` kept."""
+    if not given or used != given or os.path.isabs(given) or given.startswith("~"):
+        return []
+    from app.services.indexing import path_keys  # (not at start-up: a large module)
+
+    slash = os.sep if given.endswith(("/", os.sep)) else ""
+    return [path.rstrip(os.sep) + slash for path in path_keys(given, Path.cwd())]
+
+
 def _jobs_text(ids: list[int]) -> str:
     """``job 5``, ``jobs 5-7``, ``jobs 5, 8``."""
     if len(ids) == 1:
@@ -1151,9 +1164,19 @@ def register(cli: typer.Typer) -> None:
         One line each: its key, status, chunks, title (and source where it is not the key).
         A key is printed as one shell word: pasted into `facet delete NAME --document KEY` it
         removes that document (keys are what `facet search` shows as doc_id)."""
-        prefix = _prefix_path(argument_text(prefix, "--prefix", "prefix"))
+        given = argument_text(prefix, "--prefix", "prefix")
+        prefix = _prefix_path(given)
         with open_facet() as facet:
             docs = facet.documents(collection, limit, offset, status, prefix)
+            if not docs and not offset:
+                # A relative path no longer there (a file deleted since it was indexed: when
+                # its entries are listed, to remove them) matched as a record id's start only,
+                # while `facet delete -d` found it.
+                for gone in _gone_path_prefixes(given, prefix):
+                    found = facet.documents(collection, limit, offset, status, gone)
+                    if found:
+                        docs, prefix = found, gone
+                        break
             there = 0
             if offset and not docs and not as_json:
                 # Past the end: how many there are, as `facet jobs --offset` says it.

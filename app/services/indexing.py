@@ -1618,7 +1618,7 @@ def _exists(path: str) -> bool:
     return _source_state(path) is True
 
 
-def _path_keys(key: str, base: Path | None) -> list[str]:
+def path_keys(key: str, base: Path | None) -> list[str]:
     """The absolute paths ``key`` may name read from ``base`` (a file's document key), the most
     literal first: as written (``..`` folded, no link followed: a walked folder keys a symlink by
     its own path), its folder's links resolved, then every link resolved; none without ``base``.
@@ -3106,7 +3106,7 @@ class IndexService:
         """
         rows = md.documents_by_key(session, coll.id, wanted)
         candidates = {k: alts for k in wanted if k not in rows
-                      and (alts := [p for p in _path_keys(k, base) if p != k])}
+                      and (alts := [p for p in path_keys(k, base) if p != k])}
         if candidates:
             rows.update(md.documents_by_key(session, coll.id,
                                             {p for alts in candidates.values() for p in alts}))

@@ -309,3 +309,40 @@ def test_a_relative_prefix_naming_a_folder_here_is_its_absolute_path(corpus, mon
     linked = invoke_cli("documents", "docs", "--prefix", "link/a/", "--json", "--limit", "100", env=env)
     assert linked.returncode == 0, linked.stderr
     assert [d["key"] for d in json.loads(linked.stdout)] == keys
+
+
+def test_a_relative_prefix_of_a_file_deleted_since_lists_its_entries(minilm, tmp_path,
+                                                                    monkeypatch) -> None:
+    """A relative `--prefix` naming a file no longer there (deleted since it was indexed, the
+    moment its entries are looked for, to remove them) listed nothing, as a record id's start,
+    while `facet delete -d` of the same path found it."""
+    src = tmp_path / "corpus"
+    src.mkdir()
+    (src / "a.txt").write_text("alpha text about a card")
+    (src / "b.txt").write_text("beta text about a loan")
+    (src / "t.csv").write_text("id,text\nt1,first record\nt2,second record\n")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        facet.index(src, "c")
+    finally:
+        facet.close()
+    (src / "a.txt").unlink()
+    (src / "t.csv").unlink()
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    monkeypatch.chdir(tmp_path)
+
+    def listed(prefix: str) -> list[str]:
+        r = invoke_cli("documents", "c", "--prefix", prefix, "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        return [d["key"] for d in json.loads(r.stdout)]
+
+    assert listed("corpus/a.txt") == [str(src / "a.txt")]
+    assert listed("./corpus/t.csv") == ["t1", "t2"]  # a gone csv's records, by its path
+    assert sorted(listed("corpus/")) == sorted([str(src / "a.txt"), str(src / "b.txt"), "t1", "t2"])
+    # A record id's start is still read as given first; a path matching nothing, nothing.
+    assert listed("t") == ["t1", "t2"]
+    assert listed("nothing/") == []
+    removed = invoke_cli("delete", "c", "-d", "corpus/a.txt", "-y", env=env)
+    assert removed.returncode == 0 and listed("corpus/a.txt") == [], removed.stderr
