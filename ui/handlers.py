@@ -1253,7 +1253,12 @@ class UiHandlers:
         if uploads is None or typed.startswith("/") or \
                 self.facet.documents(name, 1, 0, status, typed):
             return typed
-        staged = f"{uploads}/{typed}"
+        # "./tickets.csv", as a shell names a file here (and `facet documents --prefix` reads
+        # it), found nothing.
+        name_typed = typed
+        while name_typed.startswith("./"):
+            name_typed = name_typed[2:].lstrip("/")
+        staged = f"{uploads}/{name_typed}"
         return staged if self.facet.documents(name, 1, 0, status, staged) else typed
 
     def _documents_page(self, collection: str | None, status: str | None, prefix: str | None,

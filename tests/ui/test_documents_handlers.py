@@ -120,6 +120,8 @@ def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup)
     assert [r[0] for r in rows] == ["beta-report.md"]
     rows, *_ = h.documents_first("uploaded", "all", "t2")
     assert [r[0] for r in rows] == ["t2 (from tickets.csv)"]
+    rows, *_ = h.documents_first("uploaded", "all", "./tickets.csv")  # as a shell names it
+    assert [r[0] for r in rows] == ["t1 (from tickets.csv)", "t2 (from tickets.csv)"]
     # One record removed: the csv, whose other record stays indexed, stays staged, and the
     # next upload job brings the record back. The toast said "1 file still in the folder
     # indexed: indexing it again adds them back unless they are deleted there".
