@@ -64,6 +64,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime
+import errno
 import functools
 import hashlib
 import io
@@ -411,6 +412,14 @@ def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[P
             f"cannot read {display_path(source)} ({e.strerror or e}); make it (and its "
             "folders) readable") from None
     if not exists:
+        try:
+            os.stat(source)
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # (was a RuntimeError traceback from resolving it)
+                raise UnsupportedSourceError(
+                    f"{display_path(source)} leads through a loop of links (a link that points "
+                    "back to itself, or to a link that does): make it point at a file or "
+                    "folder") from None
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
             f"({', '.join(sorted(SUPPORTED_SUFFIXES))}) or a BEIR corpus.jsonl"

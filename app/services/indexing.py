@@ -876,9 +876,11 @@ def check_source_text(source: Path) -> None:
             f"no file has such a path (a name takes at most {NAME_MAX} bytes, a path {PATH_MAX:,}); "
             "give the folder or file to index", param="source")
     try:
-        paths = (source.absolute(), source.resolve())
+        paths: tuple[Path, ...] = (source.absolute(), source.resolve())
     except UnicodeEncodeError:  # a name given as text (POST /jobs) the locale cannot write: a 500
         raise unreadable(source) from None
+    except RuntimeError:  # a loop of links (Python 3.11's resolve): the walk says so, exit 4
+        paths = (source.absolute(),)
     for path in paths:
         bad = first_bad_name(path)
         if bad is not None:
