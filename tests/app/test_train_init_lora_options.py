@@ -53,3 +53,23 @@ def test_init_lora_from_names_the_lora_options_it_ignores(eos_ckpt, smollm2_cut,
     assert line.startswith("--init-lora-from keeps the checkpoint's LoRA settings ({'r': 2,"), line
     assert "'q_proj'" in line, line
     assert line.endswith("; ignored: --lora-r 16, --lora-layers 0-1"), line
+
+
+def test_a_damaged_adapter_to_start_from_is_one_line_before_the_model_loads(eos_ckpt, smollm2_cut,
+                                                                             tmp_path, caplog) -> None:
+    """A truncated adapter.safetensors under --init-lora-from was safetensors' own traceback,
+    exit 1, after the backbone loaded; --init-from says it in one line, exit 4."""
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(eos_ckpt, damaged)
+    adapter = damaged / "adapter.safetensors"
+    adapter.write_bytes(adapter.read_bytes()[:100])
+    caplog.set_level(logging.INFO)
+    result = CliRunner().invoke(cli, ["train", "gircse", "--out", str(tmp_path / "out"), "--init-lora-from",
+                                      str(damaged), "--backbone", smollm2_cut, "--data-dir", str(tmp_path),
+                                      "--max-length", "32", "--no-dev", "--threads", "1", "--tasks", "snli"])
+    assert result.exit_code == 4, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert f"{adapter} cannot be read" in result.output and "the checkpoint is damaged" in result.output
+    assert not (tmp_path / "out").exists()
