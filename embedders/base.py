@@ -773,24 +773,33 @@ class PromptTokenizer:
             )
         # What the instruction takes from this budget (0 without one): the log of a cut says it.
         taken = self.instruction_tokens(role, instruction) if instruction else 0
-        # A text longer than ``chars_per_token`` characters per token of budget is certainly
-        # cut; slicing it first keeps tokenising a 50 MB string cheap.
+        # A text longer than ``chars_per_token`` characters per token of budget is read from
+        # its start only as far as the budget's tokens go (``_start_ids``): tokenising a 50 MB
+        # string whole took seconds.
         char_cap = budget * self.chars_per_token
+        started: dict[int, list[int]] = {}  # a long text's first tokens, where it is cut
+        whole_ones: list[str] = []
+        for i, t in enumerate(texts):
+            if len(t) > char_cap:
+                ids, read_all = self._start_ids(t, budget + taken)
+                if not read_all or len(ids) > budget:
+                    started[i] = ids
+                    continue
+            whole_ones.append(prefix + t + suffix)
         sequences: list[list[int]] = []
         spans: list[tuple[int, int]] = []
         truncated = fit_without = 0
         # Tokenise the whole prompt at once so merges across the text's edges (for example
         # '."' in PromptEOL) match how the model saw such prompts; only texts that do not
         # fit fall back to tokenising the text alone and cutting it.
-        whole = [prefix + t + suffix for t in texts if len(t) <= char_cap]
-        joint = iter(self.tokenizer(whole, add_special_tokens=False, return_offsets_mapping=True)
-                     .encodings if whole else [])
+        joint = iter(self.tokenizer(whole_ones, add_special_tokens=False,
+                                    return_offsets_mapping=True).encodings if whole_ones else [])
         extra = len(self.start_ids) + len(self.end_ids)
         unread = _unread_watch(self.tokenizer)
         unk, special = (self.tokenizer.unk_token_id, set(self.tokenizer.all_special_ids)) if unread is not None \
             else (None, set())
-        for text in texts:
-            if len(text) <= char_cap:
+        for i, text in enumerate(texts):
+            if i not in started:
                 enc = next(joint)
                 if not enc.ids and not extra and self.empty_ids:
                     sequences.append(list(self.empty_ids))
@@ -809,8 +818,7 @@ class PromptTokenizer:
                     continue
             truncated += 1
             # Read as far as the text could go without the instruction, to tell whether it would fit.
-            ids = list(self.tokenizer(text[:(budget + taken) * self.chars_per_token],
-                                      add_special_tokens=False)["input_ids"])
+            ids = started[i] if i in started else self._start_ids(text, budget + taken)[0]
             fit_without += int(taken > 0 and len(ids) <= budget + taken)
             ids = ids[:budget]
             sequences.append(head + ids + tail)
@@ -819,6 +827,21 @@ class PromptTokenizer:
                 unread.add(text)
         cut = InstructionCut(taken, budget, fit_without) if truncated and taken > 0 else None
         return PromptTokens(sequences, spans, truncated, cut)
+
+
+    def _start_ids(self, text: str, want: int) -> tuple[list[int], bool]:
+        """The token ids of the start of ``text``, more than ``want`` of them where it has
+        that many, and whether they are all of it. Read from ``want`` x ``chars_per_token``
+        characters, twice as many each time that gave ``want`` or fewer tokens: a word past
+        a WordPiece tokenizer's 100 characters is one [UNK] (a 9,000-character hash is one
+        token), and the text after such a word in a chunk was cut off unread, the chunk said
+        "longer than minilm reads whole" at ten tokens."""
+        n = max(want, 1) * self.chars_per_token
+        while True:
+            ids = list(self.tokenizer(text[:n], add_special_tokens=False)["input_ids"])
+            if len(ids) > want or n >= len(text):
+                return ids, n >= len(text)
+            n *= 2
 
 
 def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:

@@ -182,3 +182,21 @@ def test_the_usage_count_reads_a_text_of_long_tokens_as_the_prompt_does(prompteo
     tokens = len(prompteol.backbone.tokenizer(text, add_special_tokens=False)["input_ids"])
     assert len(text) > prompteol.max_length * 32 and tokens < prompteol.max_length  # it fits
     assert Facet.count_tokens(prompteol, [text]) == min(tokens, prompteol.max_length)
+
+
+def test_a_text_after_a_word_wordpiece_reads_as_one_unknown_is_read(minilm):
+    """A word past WordPiece's 100 characters is one [UNK]: a chunk of a 9,000-character hash
+    and a sentence was ten tokens, but over 32 characters a token of room, so it was cut at 8,128
+    characters, the sentence never read (its vector the hash's alone: "octopus" found it at
+    0.05) and the chunk said "longer than minilm reads whole"."""
+    sentence = "The octopus hides in the coral reef and changes colour to escape sharks."
+    text = "checksum " + "f" * 9000 + " " + sentence
+    out = minilm._tokenize([text], Role.DOCUMENT, None)
+    assert out.truncated == 0
+    start, end = out.text_spans[0]
+    assert minilm.tokenizer.decode(out.sequences[0][start:end]).endswith("escape sharks.")
+    blob, alone, query = minilm.encode([text, "checksum " + "f" * 9000, "octopus hiding in a coral reef"])
+    assert float(blob @ query) > 0.5 and float(blob @ alone) < 0.9
+    # A long text that is cut is still cut at the budget, from its start.
+    cut = minilm._tokenize(["word " * 20_000], Role.DOCUMENT, None)
+    assert cut.truncated == 1 and len(cut.sequences[0]) == minilm.max_length
