@@ -386,6 +386,12 @@ def register(cli: typer.Typer) -> None:
                 f"{report.docs_failed} failed, {report.docs_deleted} removed; "
                 f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
                 f"({loading}{rate(report)})")
+            if report.removed:
+                # "1 removed" named nothing, a wrong removal's document not even in `facet jobs`.
+                shown = ", ".join(printable(k) for k in report.removed[:5])
+                more = report.docs_deleted - min(len(report.removed), 5)
+                typer.echo(f"  removed, no longer in the source: {shown}"
+                           f"{f' and {more:,} more' if more > 0 else ''}", err=True)
             if report.skipped_files:
                 from app.core import Facet
 

@@ -118,6 +118,7 @@ from indexer.errors import (
     free_bytes,
 )
 from indexer.parsing import (
+    SYSTEM_FOLDERS,
     UNREADABLE,
     CheckedFile,
     DocumentError,
@@ -556,6 +557,7 @@ class IndexReport:
         docs_moved: documents whose old place is gone (moved, not copied): removed from there.
         chunks_moved: the chunks of the moved documents.
         moved: (old source, new source) of the first ``MOVES_LISTED`` (20) moved documents.
+        removed: the keys of the first ``MOVES_LISTED`` documents a sync removed.
         vectors_left_out: embedder name -> the documents written without that other embedder's
             vectors: it gave unusable vectors (NaN, all zero) for them (a warning names each;
             its next run with --embedder tries them again).
@@ -604,6 +606,9 @@ class IndexReport:
     docs_moved: int = 0
     chunks_moved: int = 0  # the moved documents' chunks (the moved note counts these)
     moved: list[tuple[str, str]] = field(default_factory=list)
+    # The first ``MOVES_LISTED`` documents a sync removed (``docs_deleted`` counts them all):
+    # "1 removed" named none, not even a wrong removal's.
+    removed: list[str] = field(default_factory=list)
     # Documents written without another embedder's vectors, by its name: it gave unusable
     # vectors (NaN, all zero) for them (``_companion_apart``; a warning names each).
     vectors_left_out: dict[str, list[str]] = field(default_factory=dict)
@@ -1636,6 +1641,14 @@ def path_keys(key: str, base: Path | None) -> list[str]:
     except (OSError, ValueError, RuntimeError):
         return []
     return list(dict.fromkeys(found))
+
+
+def _walk_skips(relative: str) -> bool:
+    """Whether a folder's walk leaves out the path ``relative`` to it: a hidden file, or one
+    under a hidden or system folder (``discover_files``)."""
+    *folders, name = relative.split(os.sep)
+    return name.startswith(".") or any(
+        part.startswith(".") or part.lower() in SYSTEM_FOLDERS for part in folders)
 
 
 def _documents_from(session: Session, collection_id: int, source: Path) -> int:
@@ -4892,9 +4905,9 @@ class IndexService:
         file that gave an error this run included."""
         # Keyed as ``parse_file`` keys them: by the UTF-8 text of their names, whatever the
         # locale's encoding (``display_path``).
-        # (A source gone since it was indexed, a file or a folder: what was under it too.)
-        prefix = (display_path(source) + os.sep if source.is_dir() or not source.exists()
-                  else None)
+        # (A source gone since it was indexed, a file or a folder: what was under it too; and
+        # under a file that was a folder when they were indexed, which a file's --sync kept.)
+        prefix = display_path(source).rstrip(os.sep) + os.sep
         known = md.document_keys_under(session, coll.id,
                                        [display_path(f) for f in files] + [display_path(source)],
                                        prefix)
@@ -4902,6 +4915,31 @@ class IndexService:
         if not gone:
             return []
         return list(md.documents_by_key(session, coll.id, gone).values())
+
+    @staticmethod
+    def _keep_unwalked(coll: md.Collection, job: md.IndexJob, report: IndexReport, source: Path,
+                       files: list[Path], rows: list[md.Document]) -> list[md.Document]:
+        """``rows`` less the documents of files still there that a folder's walk never reads: a
+        hidden file (or one in a hidden or system folder) is indexed only when given itself,
+        and a sync of its folder removed it as gone ("1 removed", named nowhere). They are
+        kept, with one warning."""
+        read = {display_path(f) for f in files}
+        root = display_path(source).rstrip(os.sep) + os.sep
+        kept = [row for row in rows if row.status != "error" and row.source not in read
+                and row.source.startswith(root) and _walk_skips(row.source[len(root):])
+                and _source_state(row.source) is True]
+        if not kept:
+            return rows
+        first = kept[0].source
+        message = (f"{plural(len(kept), 'indexed document')} under {source} kept though the "
+                   f"folder's walk does not read {'its file' if len(kept) == 1 else 'their files'} "
+                   f"({first}{' and others' if len({r.source for r in kept}) > 1 else ''}): "
+                   "hidden files and folders (a leading dot) are indexed only when given "
+                   f"themselves; `facet delete {shell_word(coll.name)} -d KEY` removes one")
+        report.warnings.append((str(source), message))
+        job.errors.append(md.JobError(document_key=str(source), kind="warning", message=message))
+        ids = {id(row) for row in kept}
+        return [row for row in rows if id(row) not in ids]
 
     def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
               source: Path, files: list[Path], seen: Seen) -> str | None:
@@ -4958,6 +4996,7 @@ class IndexService:
             job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
         rows = [row for row in rows if not seen.kept(row.source) or (
             row.status == "error" and row.source in seen.failed_sources)]
+        rows = self._keep_unwalked(coll, job, report, source, files, rows)
         if not rows:
             return None
         gone = [row.key for row in rows]
@@ -4969,6 +5008,8 @@ class IndexService:
         md.delete_documents(session, rows)
         # An error row of a line or file that now reads (or is gone) is not a document removed.
         report.docs_deleted += sum(1 for row in rows if row.status != "error")
+        report.removed.extend([row.key for row in rows if row.status != "error"]
+                              [:max(MOVES_LISTED - len(report.removed), 0)])
         self._sync_counters(job, report)
         session.commit()
         logger.debug("sync removed %d documents no longer in %s", len(rows), source)

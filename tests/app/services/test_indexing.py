@@ -981,3 +981,55 @@ def test_a_lost_store_after_a_cancelled_job_that_indexed_says_the_store_lost_it(
     with pytest.raises(NotFoundError, match=f"holds none of it although job {report.job_id} "
                                             "cancelled"):
         SearchService(ctx).search(SearchRequest("bank", "notes", top_k=1))
+
+
+def test_a_sync_keeps_a_hidden_file_indexed_by_itself_and_names_what_it_removes(make_ctx,
+                                                                                tmp_path) -> None:
+    """`facet index src/.hidden.txt`, then `facet index src`: the folder's walk skips hidden
+    files, and its sync removed that one as gone though it is there ("1 removed", named
+    nowhere). It is kept with a warning; what a sync does remove is named in the report."""
+    src = tmp_path / "hs"
+    (src / ".cfg").mkdir(parents=True)
+    (src / ".hidden.txt").write_text("a hidden note about otters")
+    (src / ".cfg" / "in-hidden-folder.txt").write_text("settings about beavers")
+    (src / "v.txt").write_text("a visible note about herons")
+    (src / "w.txt").write_text("a visible note about storks")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src / ".hidden.txt", "hs")
+    service.index(src / ".cfg" / "in-hidden-folder.txt", "hs")
+    folder = service.index(src, "hs")
+    assert folder.docs_deleted == 0 and folder.removed == []
+    [(where, said)] = [w for w in folder.warnings if "walk does not read" in w[1]]
+    assert where == str(src) and said.startswith(f"2 indexed documents under {src} kept"), said
+    assert "hidden files and folders (a leading dot) are indexed only when given" in said
+    assert ctx.store.count("hs") == 4
+    # Really gone: removed and named; gone hidden files go too.
+    (src / "w.txt").unlink()
+    (src / ".hidden.txt").unlink()
+    synced = service.index(src, "hs")
+    assert synced.docs_deleted == 2
+    assert sorted(synced.removed) == sorted([str(src / "w.txt"), str(src / ".hidden.txt")])
+    assert ctx.store.count("hs") == 2
+
+
+def test_a_files_sync_removes_what_was_under_it_when_it_was_a_folder(make_ctx, tmp_path) -> None:
+    """single.txt indexed as a folder (its a.txt), then made a file again and indexed with
+    --sync: "0 removed", and single.txt/a.txt stayed searchable."""
+    one = tmp_path / "one"
+    (one / "single.txt").mkdir(parents=True)
+    (one / "single.txt" / "a.txt").write_text("flamingos stand on one leg")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(one / "single.txt", "s1")
+    (one / "single.txt" / "a.txt").unlink()
+    (one / "single.txt").rmdir()
+    (one / "single.txt").write_text("storks nest on roofs")
+    synced = service.index(one / "single.txt", "s1", IndexOptions(sync=True))
+    assert synced.docs_deleted == 1 and synced.removed == [str(one / "single.txt" / "a.txt")]
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "s1")
+        assert coll is not None
+        assert sorted(md.documents_by_key(s, coll.id, [str(one / "single.txt"),
+                                                        str(one / "single.txt" / "a.txt")])) == [
+            str(one / "single.txt")]
