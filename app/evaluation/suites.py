@@ -486,11 +486,15 @@ def build_user_tasks(
         raise InvalidRequestError("--task needs at least one KIND:PATH item")
     # The same data twice, however given: beir:X reads a split, beir:X@that-split the same one.
     read = [(kind, Path(os.path.abspath(path)), split) for kind, path, split, _ in parsed]
+    # Compared with their links resolved: a link to a folder given beside it was run twice.
+    same = [(kind, os.path.realpath(path), split) for kind, path, split in read]
     for i, (kind, path, split) in enumerate(read):
-        if (kind, path, split) in read[:i]:
+        if same[i] in same[:i]:
+            first = read[same.index(same[i])][1]
+            also = f" ({first} and {path} are the same data)" if first != path else ""
             raise InvalidRequestError(
-                f"--task gives {kind}:{path}{'@' + split if split else ''} twice; give each data "
-                "set once" + (f" (without @SPLIT, beir:{path} reads {split})" if split else ""))
+                f"--task gives {kind}:{path}{'@' + split if split else ''} twice{also}; give each "
+                "data set once" + (f" (without @SPLIT, beir:{path} reads {split})" if split else ""))
     # The name shows the split only where the user chose it; the task's info always records it.
     names = _unique_names([(kind, Path(os.path.abspath(path)), given) for kind, path, _, given in parsed])
     tasks: list[Task] = []

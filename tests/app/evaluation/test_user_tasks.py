@@ -57,6 +57,12 @@ def test_equal_basenames_are_told_apart_by_their_folders(tmp_path: Path) -> None
     assert names == ["sts:x/a/pairs.csv", "sts:b/pairs.csv", "sts:z/a/pairs.csv", "sts:other.csv"]
     with pytest.raises(InvalidRequestError, match="twice; give each data set once"):
         build_user_tasks([f"sts:{a}", f"sts:{tmp_path / 'x' / 'a' / '..' / 'a' / 'pairs.csv'}"])
+    # Through a link: the same data, run twice before.
+    (tmp_path / "link").symlink_to(tmp_path / "x")
+    linked = tmp_path / "link" / "a" / "pairs.csv"
+    with pytest.raises(InvalidRequestError, match=r"twice \(.*x/a/pairs.csv and .*link/a/pairs.csv "
+                                                  r"are the same data\); give each data set once"):
+        build_user_tasks([f"sts:{a}", f"sts:{linked}"])
 
 
 def test_instruction_override_names_a_user_task(tmp_path: Path) -> None:
