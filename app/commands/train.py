@@ -656,14 +656,19 @@ def parse_settings(items: list[str]) -> dict[str, str]:
     """``["k=v", ...]`` -> ``{"k": "v"}``.
 
     Raises:
-        InvalidRequestError: an item is not KEY=VALUE.
+        InvalidRequestError: an item is not KEY=VALUE, or a KEY is given twice with two values
+            (the last won without a word: a typo'd run trained with the other one).
     """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InvalidRequestError(f"--set takes KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if out.get(key, value) != value:
+            raise InvalidRequestError(f"--set {key} is given twice, {out[key]!r} and {value!r}: "
+                                      "give it once")
+        out[key] = value
     return out
 
 
@@ -736,7 +741,14 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int | None, ba
     path, meta = _init_checkpoint(init_from, spec.name, backbone)
     # Recorded as given (_check_backbone found them the same): an older checkpoint's relative
     # folder was carried into the continuation, loadable only from its training folder.
-    saved = dataclasses.replace(config_class.from_dict(meta["config"]), backbone=backbone)
+    from embedders.base import CONFIG_FILE
+    from embedders.errors import CheckpointError
+
+    try:
+        read = config_class.from_dict(meta["config"])
+    except CheckpointError as e:  # named as `facet eval` names it: which file
+        raise CheckpointError(f"{path / CONFIG_FILE}: {e}") from e
+    saved = dataclasses.replace(read, backbone=backbone)
     ignored = _ignored_lora_options(lora, saved.lora, lora_given or {})
     if ignored:
         logger.info("--init-from keeps the checkpoint's LoRA settings (%s); ignored: %s",

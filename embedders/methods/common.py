@@ -112,10 +112,24 @@ class MethodConfig:
             raise CheckpointError(
                 f"{cls.__name__} does not know the fields {unknown}; valid fields: {sorted(known)}"
             )
+        for f in fields(cls):  # (a str where a number goes said "'<' not supported between...")
+            default = f.default
+            if f.name not in data or not isinstance(default, (bool, int, float, str)):
+                continue
+            value, wanted = data[f.name], type(default)
+            ok = (isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))) or (
+                wanted is float and isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                raise CheckpointError(f"a saved {cls.__name__} that is not valid: {f.name} is "
+                                      f"{value!r}, not {TYPE_WORDS[wanted]}")
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:  # a saved value out of range or of the wrong shape
             raise CheckpointError(f"a saved {cls.__name__} that is not valid: {e}") from e
+
+
+# How a saved config's refusal names the type a field wants.
+TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
 
 
 @dataclass

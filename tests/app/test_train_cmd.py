@@ -126,6 +126,11 @@ def test_set_validates_fields(tmp_path, shared_data, tiny):
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "template=bogus", "--data-dir",
                           str(shared_data), *tiny)
     assert code == 2 and "template must be one of prompteol, eos" in output
+    # The same key twice with two values: the last won without a word.
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "temperature=0.1",
+                          "--set", "temperature=0.2", "--data-dir", str(shared_data), *tiny)
+    assert code == 2 and "--set temperature is given twice, '0.1' and '0.2': give it once" in output
+    assert not (tmp_path / "x").exists()
     code, output = _train("nomethod", "--out", str(tmp_path / "x"))
     assert code == 2 and "trainable: causal-eos, causal2vec, gircse, inbedder, instemb" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-samples", "2", *tiny)

@@ -64,3 +64,15 @@ def test_a_config_without_a_backbone_is_the_default_one_and_without_a_method_say
     assert str(refused.value) == (f"--init-from {no_method} is a checkpoint whose facet_config.json names "
                                   "no method; training 'instemb' needs an 'instemb' checkpoint (or "
                                   "--init-lora-from to copy only its adapter)"), refused.value
+
+
+def test_a_config_value_of_the_wrong_type_names_its_field_and_file(tmp_path: Path) -> None:
+    """"max_length": "abc" was "a saved CausalEOSConfig that is not valid: '<' not supported
+    between instances of 'str' and 'int'", naming neither the field nor (in train) the file."""
+    ck = _edited(tmp_path, "ck", lambda meta: meta["config"].__setitem__("max_length", "abc"))
+    done = invoke_cli("train", "causal-eos", "--out", str(tmp_path / "out"), "--init-from", str(ck),
+                      "--steps", "1", "--no-dev")
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip() == (f"error: {ck / 'facet_config.json'}: a saved CausalEOSConfig "
+                                   "that is not valid: max_length is 'abc', not a whole number")
+    assert not (tmp_path / "out").exists()

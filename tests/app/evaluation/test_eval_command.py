@@ -223,6 +223,14 @@ def test_every_embedder_is_checked_before_any_runs(tmp_path: Path) -> None:
     assert "facet_config.json: a saved CausalEOSConfig that is not valid: max_length must be at " \
         "least 16 tokens, got 8" in bad.output and "spearman" not in bad.output
     assert not (tmp_path / "o").exists()
+    # A value of the wrong type names its field ("'<' not supported between instances of 'str'
+    # and 'int'" named none).
+    meta["config"]["max_length"], meta["config"]["temperature"] = 96, "0.05"
+    (damaged / "facet_config.json").write_text(json.dumps(meta))
+    typed = CliRunner().invoke(cli, [*args, "--baselines", str(damaged)])
+    assert typed.exit_code == 4, typed.output
+    assert "a saved CausalEOSConfig that is not valid: temperature is '0.05', not a number" \
+        in typed.output, typed.output
 
 
 @pytest.mark.usefixtures("minilm")
