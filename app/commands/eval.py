@@ -419,9 +419,11 @@ def eval_cmd(
 
 def cache_summary(cache: Any) -> str:
     """The report line's account of the embedding cache: its hits and the texts encoded, and
-    the texts repeated within one encode (encoded once); with `--no-cache`, no cache named (it
-    said "cache: 5 hits" of STS-B's repeated sentences)."""
-    repeats = f", {plural(cache.repeats, 'repeated text')} encoded once" if cache.repeats else ""
+    the texts repeated within one encode (encoded, or found in the cache, once: a warm run
+    counted them as hits, so its results.json's ``repeated_texts`` was 0); with `--no-cache`,
+    no cache named (it said "cache: 5 hits" of STS-B's repeated sentences)."""
+    once = "encoded once" if cache.root is None else "read once"
+    repeats = f", {plural(cache.repeats, 'repeated text')} {once}" if cache.repeats else ""
     if cache.root is None:
         return f"no cache (--no-cache): {plural(cache.misses, 'text')} encoded{repeats}"
     return f"cache: {plural(cache.hits, 'hit')}, {cache.misses} encoded{repeats}"

@@ -140,13 +140,17 @@ class EmbeddingCache:
         table = self._load_bucket(bucket) if bucket is not None else {}
         missing: dict[str, str] = {}
         found = 0
+        seen: set[str] = set()
         for k, t in zip(keys, texts, strict=True):
+            if k in seen:
+                continue  # a repeat within this call, counted as one whether cached or not
+            seen.add(k)
             if k in table:
                 found += 1
-            elif k not in missing:
+            else:
                 missing[k] = t
         self.hits += found
-        self.repeats += len(keys) - found - len(missing)
+        self.repeats += len(keys) - len(seen)
         self.misses += len(missing)
         if missing:
             # Longest first across the whole call, as the embedder would order one call's
