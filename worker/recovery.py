@@ -79,8 +79,10 @@ def database_tag(url: str) -> str:
         # host's case do not make another database.
         host = (parsed.host or given("host")).lower()
         port = str(parsed.port or given("port") or _DEFAULT_PORTS.get(backend, ""))
-        where = (f"{parsed.username or ''}@{host}:{port}/{parsed.database or ''}"
-                 f"?service={given('service')}")
+        # So is a database or user named there (libpq's dbname=, user=): two databases of
+        # one socket had one tag.
+        where = (f"{parsed.username or given('user')}@{host}:{port}/"
+                 f"{parsed.database or given('dbname')}?service={given('service')}")
     return hashlib.sha256(f"{backend}|{where}".encode()).hexdigest()[:12]
 
 

@@ -96,4 +96,9 @@ def test_workers_on_another_database_neither_hold_this_ones_sweep_nor_clear_its_
     assert database_tag("postgresql://facet@/facet?host=/var/run/postgresql") != database_tag(
         "postgresql://facet@/facet?host=/tmp&port=5433") != database_tag(
         "postgresql://facet@/facet?host=/tmp")
+    # So is a database named in the query (libpq's dbname=): two of one socket had one tag.
+    assert database_tag("postgresql:///?dbname=a&host=/tmp") != database_tag(
+        "postgresql:///?dbname=b&host=/tmp")
+    assert database_tag("postgresql:///?dbname=a&host=/tmp") == database_tag(
+        "postgresql:///a?host=/tmp")
     client.flushdb()
