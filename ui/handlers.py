@@ -50,7 +50,7 @@ from app.services.clustering import (
     labels_v_measure,
     limit_option,
 )
-from app.services.collections import CollectionInfo, JobInfo
+from app.services.collections import JOB_GONE, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
@@ -119,6 +119,9 @@ def ui_error(error: FacetError) -> gr.Error:
     if isinstance(error, NotFoundError) and message.startswith("unknown collection"):
         # Deleted since the page was loaded: the failed event refreshes the pickers.
         message += ". The collection lists on this page have been refreshed."
+    # Resume or Cancel of a job whose collection was deleted named a command line.
+    message = message.replace(JOB_GONE, "a job is deleted with its collection: the Collections "
+                                        "tab lists those left")
     # A message quotes keys and file names: their control characters and bidi controls shown
     # escaped, line by line (``printable``), as the CLI shows them.
     message = "\n".join(printable(line) for line in message.split("\n"))

@@ -952,6 +952,8 @@ def is_removal(job: md.IndexJob) -> bool:
 # ``removed_keys`` (``JobInfo``), not among its ``errors`` (until 2026-11-30 they did, a removal
 # of 500 documents read as 500 errors).
 REMOVAL_KEY_KIND = "removing"
+# Why a job id is not found, after "no index job N" (the UI says it in its own words).
+JOB_GONE = "a job is deleted with its collection: `facet collections` lists those left"
 # How many of a stopped removal's keys its rerun hint names in its command (the rest: `facet
 # jobs ID` lists them).
 REMOVAL_KEYS_SHOWN = 5
@@ -2119,8 +2121,7 @@ class CollectionService:
             if job is None:
                 # A client following its job after someone deleted the collection read a bare
                 # "no index job 3": a job goes with its collection.
-                raise NotFoundError(f"no index job {job_id} (a job is deleted with its "
-                                    "collection: `facet collections` lists those left)")
+                raise NotFoundError(f"no index job {job_id} ({JOB_GONE})")
             if collection is not None and job.collection.name != collection:
                 raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} "
                                           f"but of {job.collection.name!r}", param="collection")

@@ -241,3 +241,21 @@ def test_the_upload_box_offers_only_the_suffixes_the_indexer_reads(tmp_path) -> 
         assert box.preprocess(FileData(path=str(photo))) == [str(photo)]
     finally:
         facet.close()
+
+
+def test_resume_or_cancel_of_a_job_whose_collection_is_gone_says_it_in_the_pages_words(setup,
+                                                                                     tmp_path) -> None:
+    """Resume (or Cancel) of a job whose collection another page deleted said "no index job 2
+    (a job is deleted with its collection: `facet collections` lists those left)", a command
+    line on the page."""
+    facet, h = setup
+    src = tmp_path / "gone-src"
+    src.mkdir()
+    (src / "a.txt").write_text("a note about herons")
+    job_id = facet.index(src, "doomed").job_id
+    facet.delete_collection("doomed")
+    for press in (lambda: h.resume_index(job_id), lambda: h.cancel_job(job_id, 1)):
+        with pytest.raises(gr.Error) as said:
+            press()
+        assert said.value.message == (f"no index job {job_id} (a job is deleted with its "
+                                      "collection: the Collections tab lists those left)")
