@@ -105,7 +105,7 @@ from app.services.collections import (
     JobList,
 )
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
-from app.services.search import SearchRequest
+from app.services.search import SearchRequest, served_note
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, header_unsafe_at, plural
 from app.uploads import original_name
@@ -494,6 +494,13 @@ def _check_model(facet: Facet, name: str | None, field: str,
         raise UnknownModelError(f"{field} {name!r} is not served here; available: "
                                 f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)"
                                 f"{options}{failed}", param=field)
+
+
+def _serves(facet: Facet, collection: str | None) -> Callable[[str], bool]:
+    """Whether a request may name an embedder here, as ``_check_model`` reads it."""
+    allowed = allowed_models(facet)
+    recorded = facet.recorded_specs(collection, allowed)
+    return lambda name: name in allowed or name in recorded
 
 
 DISCONNECT_POLL_S = 0.5
@@ -1041,6 +1048,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 score_threshold=body.score_threshold, group_by_document=body.group_by_document,
                 mode=body.mode))
         payload = response.to_dict()
+        payload["note"] = served_note(payload["note"], response.embedder,
+                                      _serves(facet, body.collection))
         # The point id, as the LangChain adapter's Document.id: an HTTP client could not name
         # the chunk it got.
         payload["results"] = [{"id": point_id(r["doc_id"], r["chunk_no"]), **r}
@@ -1119,7 +1128,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             # Named in param, as a field that does not validate is (it was null).
             return errors.error_response(400, f"{e} (omit k)", "invalid_request_error", "k")
         _note_texts(request, len(result.texts))  # a collection's or a search's too
-        return _json(result.to_dict())
+        payload = result.to_dict()
+        payload["note"] = served_note(payload["note"], result.embedder, _serves(facet, body.collection))
+        return _json(payload)
 
     # Submitting loads the embedder (422), writes the queued job row (429 while another
     # process holds the metadata database's write lock for the whole wait) and may send the

@@ -28,7 +28,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -388,7 +388,25 @@ def weak_instruction_note(specs: list[str]) -> str | None:
     # they steer, where on CLINC's intent and domain views no embedder's clustering does, and the
     # served inbedder blends too; what is measured to steer a search is docs/indexing.md's probe.)
     return (f"{WEAK_INSTRUCTION_NOTE}{spec} mixes it in at {weight:g} (instemb, or the same vectors "
-            "at instruction_weight=1, read it in full: docs/indexing.md)")
+            f"at instruction_weight=1, read it in full{WEAK_NOTE_END}")
+
+
+# How the weak-instruction note ends (an edge that serves fewer names adds which: ``served_note``).
+WEAK_NOTE_END = ": docs/indexing.md)"
+
+
+def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) -> str | None:
+    """``note`` with its weak-instruction part saying which of the embedders it offers
+    (``instemb``, ``EMBEDDER[instruction_weight=1]``) ``served`` refuses: an HTTP client was
+    offered a name the server answers 404 (``FACET_API_MODELS`` sets what it serves)."""
+    if not note or WEAK_INSTRUCTION_NOTE not in note:
+        return note
+    base = embedder.split("[", 1)[0]
+    refused = [name for name in ("instemb", f"{base}[instruction_weight=1]") if not served(name)]
+    if not refused:
+        return note
+    return note.replace(WEAK_NOTE_END, f": docs/indexing.md; this server does not serve "
+                        f"{' or '.join(refused)}: FACET_API_MODELS sets what it serves)", 1)
 
 
 def _unknown_rerank(error: Exception, spec: str | None) -> UnknownModelError:
@@ -625,8 +643,12 @@ def _typed_forms(value: Any) -> list[Any]:
 
 def _either(names: Sequence[str]) -> str:
     """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
-    quoted = [repr(n) for n in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return _or_list([repr(n) for n in names])
+
+
+def _or_list(words: Sequence[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``: ``words`` as written (numbers unquoted)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 # Relative source/doc_id values a note speaks of, and absolute paths it names for each, at most.
@@ -2099,6 +2121,7 @@ class SearchService:
         builtins = self._builtin_twins(collection, filters)
         notes.append(builtin_twin_note(filters, builtins))
         notes.append(self._relative_path_note(collection, filters))
+        notes.append(self._title_note(collection, filters))
         notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held),
                                       shadowed=builtins))
         return [n for n in notes if n]
@@ -2130,7 +2153,8 @@ class SearchService:
                             or "\\" in name:
                         continue
                     seen: set[str] = set()
-                    rows = others = 0
+                    held_numbers: set[float] = set()
+                    rows = others = bools = 0
                     for spelling in _key_spellings(session, name):
                         for stored in session.scalars(select(D.meta[spelling]).where(
                                 D.collection_id == coll.id, D.meta[spelling].as_string().is_not(None))
@@ -2138,9 +2162,32 @@ class SearchService:
                             rows += 1
                             items = stored if isinstance(stored, list) else [stored]
                             seen.update(item for item in items if isinstance(item, str))
+                            held_numbers.update(float(item) for item in items if _is_number(item))
+                            bools += any(isinstance(item, bool) for item in items)
                             others += any(not isinstance(item, str) for item in items)
+                    # A field of true/false: PostgreSQL gives them as such; SQLite reads them as
+                    # 1/0, so there they are told from the documents' metadata itself.
+                    flags = bool(numbers and ((bools and not held_numbers) or (
+                        held_numbers and held_numbers <= {0.0, 1.0}
+                        and self._holds_booleans(session, coll.id, name))))
+                    if flags:
+                        held_numbers = set()
                     if others:  # numbers too: a "2" for a 2 is the type hint's (``filter_type_hint``)
                         wanted = [item for item in wanted if not _reads_as_number(item)]
+                        if numbers and rows < _VALUE_ROWS:
+                            # Every value read: a number no document holds, as a number or as
+                            # text (that twin is the type hint's), got no word, nor did 1 on a
+                            # field of true/false (what the edge store's refusal of booleans
+                            # invites: qdrant-edge reads them as 1/0, but Facet's never match).
+                            absent = [forms[-1] for forms in map(_typed_forms, numbers)
+                                      if float(forms[0]) not in held_numbers
+                                      and not any(text in seen for text in forms[1:])]
+                            if absent and not held_numbers and flags and not seen:
+                                notes.append(f"field {name!r} holds true/false, which no number "
+                                             f"matches ({_or_list(absent)} matched none)")
+                            elif absent:
+                                notes.append(f"no document has the number {_or_list(absent)} in "
+                                             f"field {name!r}")
                     elif numbers and rows < _VALUE_ROWS:
                         # Every value read, and text only: a number never matches here. Where its
                         # text twin is held ("5" for 5) the type hint says so; else it got no
@@ -2150,10 +2197,8 @@ class SearchService:
                         strays = [forms[-1] for forms in map(_typed_forms, numbers)
                                   if not any(text in seen for text in forms[1:])]
                         if strays and seen:
-                            said_numbers = (strays[0] if len(strays) == 1 else
-                                            f"{', '.join(strays[:-1])} or {strays[-1]}")
                             notes.append(
-                                f"no document has the number {said_numbers} in field {name!r}: it "
+                                f"no document has the number {_or_list(strays)} in field {name!r}: it "
                                 f"holds text (such as {sorted(seen)[0]!r}), and a number matches "
                                 "only a number")
                     said = 0
@@ -2176,6 +2221,19 @@ class SearchService:
             logger.debug("could not read which filter values exist", exc_info=True)
             return []
         return notes
+
+    @staticmethod
+    def _holds_booleans(session: Any, collection_id: int, name: str) -> bool:
+        """Whether the documents holding field ``name`` (the first ``_BOOLEAN_ROWS``) hold only
+        true/false there, read from their metadata itself (SQLite's JSON path gives 1/0)."""
+        D = md.Document
+        values = [(meta or {}).get(spelling) for spelling in _key_spellings(session, name)
+                  for meta in session.scalars(select(D.meta).where(
+                      D.collection_id == collection_id,
+                      D.meta[spelling].as_string().is_not(None)).limit(_BOOLEAN_ROWS))]
+        items = [item for v in values if v is not None
+                 for item in (v if isinstance(v, list) else [v])]
+        return bool(items) and all(isinstance(item, bool) for item in items)
 
     @staticmethod
     def _value_held(session: Any, collection_id: int, name: str, forms: list[str]) -> bool:
@@ -2269,6 +2327,38 @@ class SearchService:
             logger.debug("could not read the fields named like a point's own", exc_info=True)
             return {}
         return out
+
+    def _title_note(self, collection: str, filters: Mapping[str, Any]) -> str | None:
+        """Why a ``title`` filter matched nothing: no document of the collection has a title
+        (`title=x` came back empty with no note: a title is a document's own field, not
+        metadata, so the missing-field note never looked), or none has the ones asked for, with
+        the held titles spelt close to them."""
+        value = filters.get("title")
+        wanted = [v for v in (value if isinstance(value, list | tuple) else [value])
+                  if isinstance(v, str)]
+        if not wanted:
+            return None
+        D = md.Document
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return None
+                titles = {str(t) for t in session.scalars(select(D.title).where(
+                    D.collection_id == coll.id, D.title.is_not(None)).distinct()
+                    .limit(_VALUE_ROWS))}
+        except SQLAlchemyError:  # a hint only
+            logger.debug("could not read the collection's titles", exc_info=True)
+            return None
+        if not titles:
+            return ("no document has a title (a Markdown file's front-matter title or first "
+                    "heading, an HTML page's <title>, a jsonl/csv record's title field)")
+        unheld = [v for v in wanted if v not in titles]
+        if len(titles) >= _VALUE_ROWS or len(unheld) < len(wanted) or not unheld:
+            return None
+        close = _close_names(unheld[0], titles)
+        return (f"no document is titled {_either(unheld)}"
+                + (f" (did you mean {_either(close)}?)" if close else ""))
 
     def _relative_path_note(self, collection: str, filters: Mapping[str, Any]) -> str | None:
         """That a ``source`` or ``doc_id`` filter value which no document holds is a relative

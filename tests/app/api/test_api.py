@@ -730,8 +730,10 @@ def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
 
 
 
+# (Over HTTP it says which of the two this server does not serve: FACET_API_MODELS unset here.)
 WEAK_MINILM = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb, or the same "
-               "vectors at instruction_weight=1, read it in full: docs/indexing.md)")
+               "vectors at instruction_weight=1, read it in full: docs/indexing.md; this server "
+               "does not serve minilm[instruction_weight=1]: FACET_API_MODELS sets what it serves)")
 
 
 def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, minilm,

@@ -94,7 +94,9 @@ def test_a_value_of_the_fields_type_gets_no_type_hint(facet, client, capsys) -> 
     filter alone and told the user to send stars:=7, which the column never matches."""
     # (What is said since the sixth session of 2026-12-02 is the value, not a type.)
     assert _post(client, "rv", "food", {"stars": "7"})["note"] == "no document has '7' in field 'stars'"
-    assert _post(client, "yr", "hello", {"year": 1999})["note"] is None
+    # A number no document holds: the value named, as a string's is (null until 2026-12-06).
+    assert _post(client, "yr", "hello", {"year": 1999})["note"] == \
+        "no document has the number 1999 in field 'year'"
     request = SearchRequest("food", "rv", filters={"stars": "7"})
     print_results(facet.search(request), filtered=request.filters)
     assert "  no results (check the filters; no document has '7' in field 'stars')\n" in capsys.readouterr().out
@@ -142,8 +144,10 @@ def test_a_field_of_both_types_is_hinted_per_value(client) -> None:
     assert note.startswith("a field of numbers is matched with stars:=2 in the CLI"), note
     assert "(not a csv column)" not in note and "some documents hold it as text" in note, note
     assert len(_post(client, "mx", "food", {"stars": 2})["results"]) == 1
-    # Held as neither type: no hint; a list names only the value whose twin is held.
-    assert _post(client, "mx", "food", {"stars": 7})["note"] is None
+    # Held as neither type: no type hint, the value named; a list's hint names only the value
+    # whose twin is held.
+    assert _post(client, "mx", "food", {"stars": 7})["note"] == \
+        "no document has the number 7 in field 'stars'"
     note = _post(client, "mx", "food", {"stars": [7, 3]})["note"] or ""
     assert "matched with stars=3 in the CLI" in note and "stars=7" not in note, note
 
@@ -159,9 +163,9 @@ def test_a_threshold_that_drops_every_result_says_so(facet, client, capsys) -> N
     out = capsys.readouterr().out
     assert "  no results (no result scored 0.99 or more (score_threshold)" in out, out
     assert "nothing searchable" not in out and "check the filters" not in out, out
-    # Nothing found at all: the threshold is not what to blame.
+    # Nothing found at all: the threshold is not what to blame, the value is.
     empty = facet.search(SearchRequest("food", "mx", score_threshold=0.1, filters={"stars": 9}))
-    assert empty.results == [] and empty.note is None
+    assert empty.results == [] and empty.note == "no document has the number 9 in field 'stars'"
 
 
 def test_an_invalid_collection_name_is_refused_as_such(client) -> None:
@@ -178,7 +182,7 @@ def test_a_field_of_both_types_is_hinted_per_value_on_postgres(minilm, tmp_path,
     """The twin is asked after as JSON text (``json -> key`` cast to text on PostgreSQL, whose
     ``->>`` gives 4 and "4" alike): the same hints as on SQLite."""
     (tmp_path / "mx").mkdir()
-    (tmp_path / "mx" / "a.jsonl").write_text('{"id": "j2", "text": "fine food", "stars": 2}\n')
+    (tmp_path / "mx" / "a.jsonl").write_text('{"id": "j2", "text": "fine food", "stars": 2, "vip": true}\n')
     (tmp_path / "mx" / "b.csv").write_text("id,text,stars\ns4,a food shop,4\n")
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)
@@ -193,6 +197,9 @@ def test_a_field_of_both_types_is_hinted_per_value_on_postgres(minilm, tmp_path,
 
         assert "a field of text (as every csv column is) is matched with stars=4 in the CLI" in note({"stars": 4})
         assert note({"stars": "2"}).startswith("a field of numbers is matched with stars:=2 ")
-        assert note({"stars": 7}) == note({"stars": "4.5"}) == ""
+        assert note({"stars": 7}) == "no document has the number 7 in field 'stars'"
+        assert note({"stars": "4.5"}) == ""
+        # A true/false field (PostgreSQL reads it as such, SQLite as 1/0): the same note.
+        assert note({"vip": 1}) == "field 'vip' holds true/false, which no number matches (1 matched none)"
     finally:
         facet.close()
