@@ -837,11 +837,32 @@ class PromptTokenizer:
         token), and the text after such a word in a chunk was cut off unread, the chunk said
         "longer than minilm reads whole" at ten tokens."""
         n = max(want, 1) * self.chars_per_token
+        # At most this far (a 10 MB text of one "word", a hex dump, took 32 s, read whole).
+        cap = n * START_READ_FACTOR
         while True:
-            ids = list(self.tokenizer(text[:n], add_special_tokens=False)["input_ids"])
-            if len(ids) > want or n >= len(text):
-                return ids, n >= len(text)
+            whole = n >= len(text)
+            # Ended at a word's end: the part of a long word inside the slice (100 characters
+            # or fewer) read as many word pieces, not the word's one [UNK], and a text that fits
+            # was cut there.
+            ids = list(self.tokenizer(text if whole else _to_word_end(text, n),
+                                      add_special_tokens=False)["input_ids"])
+            if len(ids) > want or whole or n >= cap:
+                return ids, whole
             n *= 2
+
+
+# How many times its first slice ``PromptTokenizer._start_ids`` reads of a text at most.
+START_READ_FACTOR = 64
+_SPACES = " \t\n\r\x0b\x0c\u3000\xa0"
+
+
+def _to_word_end(text: str, n: int) -> str:
+    """``text[:n]`` less the word it ends inside, where a space before it within the slice says
+    where that word began (else ``text[:n]``: one word longer than the slice)."""
+    if n >= len(text) or text[n] in _SPACES:
+        return text[:n]
+    start = max(text.rfind(space, 0, n) for space in _SPACES)
+    return text[:start] if start > 0 else text[:n]
 
 
 def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:

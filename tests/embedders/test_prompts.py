@@ -200,3 +200,33 @@ def test_a_text_after_a_word_wordpiece_reads_as_one_unknown_is_read(minilm):
     # A long text that is cut is still cut at the budget, from its start.
     cut = minilm._tokenize(["word " * 20_000], Role.DOCUMENT, None)
     assert cut.truncated == 1 and len(cut.sequences[0]) == minilm.max_length
+
+
+def test_a_long_text_is_read_as_far_as_its_budget_needs_and_no_further(minilm, monkeypatch):
+    """The reading of a long text grew until it held the budget's tokens: a 10 MB text of one
+    "word" (a hex dump: one [UNK]) was tokenised whole, several times (32 s; 0.01 s before).
+    And a slice ending inside a word over 100 characters read its part as word pieces (not
+    the word's one [UNK]), so a text that fits was cut there."""
+    random = __import__("random").Random(0)
+    words = ["".join(random.choice("0123456789abcdef") for _ in range(140)) for _ in range(231)]
+    fits = " ".join(words) + " the customer wants a refund"  # 32,598 characters, 237 tokens
+    out = minilm._tokenize([fits], Role.DOCUMENT, None)
+    start, end = out.text_spans[0]
+    assert out.truncated == 0
+    assert minilm.tokenizer.decode(out.sequences[0][start:end]).endswith("the customer wants a refund")
+    read: list[int] = []
+    tokenizer = minilm._tokenize.tokenizer
+
+    class Counting:
+        def __call__(self, texts, *args, **kwargs):
+            read.append(sum(map(len, [texts] if isinstance(texts, str) else texts)))
+            return tokenizer(texts, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+    monkeypatch.setattr(minilm._tokenize, "tokenizer", Counting())
+    cut = minilm._tokenize(["a" * 10_000_000], Role.DOCUMENT, None)
+    assert cut.truncated == 1 and len(cut.sequences[0]) == 3  # [CLS] [UNK] [SEP]
+    first = (minilm.max_length - 2) * minilm._tokenize.chars_per_token
+    assert sum(read) < 2 * 64 * first, read  # at most 64 times the first slice, doubling
