@@ -246,6 +246,32 @@ def allowed_model_names(settings: FacetSettings) -> list[str]:
     return names
 
 
+def ui_rerankers(settings: FacetSettings) -> list[str]:
+    """The rerankers the Search tab offers: ``FACET_UI_RERANKERS`` as set, else those of its
+    default that load here (each left out logged once a process, at INFO)."""
+    if "ui_rerankers" in settings.model_fields_set:
+        return list(settings.ui_rerankers)
+    from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
+    from embedders.registry import check_embedder
+
+    offered = []
+    for name in settings.ui_rerankers:
+        try:
+            check_embedder(name)
+        except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
+            if name not in _RERANKERS_LEFT_OUT:
+                _RERANKERS_LEFT_OUT.add(name)
+                logger.info("the Search tab offers no %s reranker: %s (FACET_UI_RERANKERS "
+                            "sets the list)", name, e.args[0] if isinstance(e, KeyError) and
+                            e.args else e)
+            continue
+        offered.append(name)
+    return offered
+
+
+_RERANKERS_LEFT_OUT: set[str] = set()
+
+
 # How long each readiness check may take (they run side by side: ``Facet.readiness``).
 READY_TIMEOUT_S = 1.0
 

@@ -26,7 +26,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import gradio as gr
 
-from app.core import Facet, allowed_model_names
+from app.core import Facet, allowed_model_names, ui_rerankers
 from app.encoding import UNREAD_MARK, unread_count
 from app.errors import (
     BusyError,
@@ -339,8 +339,9 @@ class UiHandlers:
         return allowed_model_names(self.settings)
 
     def rerankers(self) -> list[str]:
-        """Rerankers the Search tab offers (``FACET_UI_RERANKERS``)."""
-        return list(self.settings.ui_rerankers)
+        """Rerankers the Search tab offers (``FACET_UI_RERANKERS``; unset, those of its default
+        that load here)."""
+        return ui_rerankers(self.settings)
 
     def embedders(self) -> list[str]:
         """Embedders the Index and Cluster tabs offer."""

@@ -80,7 +80,7 @@ from app.api.schemas import (
     SearchBody,
     UploadAnswer,
 )
-from app.core import Facet
+from app.core import Facet, ui_rerankers
 from app.encoding import warm_up_clustering
 from app.errors import (
     BusyError,
@@ -429,7 +429,7 @@ def check_api_models(models: Sequence[str] | None) -> None:
         check_named_embedder(name, "FACET_API_MODELS", "served")
 
 
-def check_ui_rerankers(names: Sequence[str]) -> None:
+def check_ui_rerankers(settings: FacetSettings) -> None:
     """Refuse a ``FACET_UI_RERANKERS`` naming a reranker that cannot be served, at start, as
     ``check_api_models`` refuses FACET_API_MODELS (``check_named_embedder``: no weights
     loaded): the Search tab offered "nope", and only a user who picked it learned it, from
@@ -441,8 +441,16 @@ def check_ui_rerankers(names: Sequence[str]) -> None:
             checkpoint, or whose ``[key=value]`` options its embedder does not offer, naming
             it and what is accepted ("FACET_UI_RERANKERS names 'nope', which cannot be served:
             unknown embedder 'nope': ... Valid names: ...").
+
+    Unset, its default (instemb, inbedder) is offered as far as it loads here
+    (``ui_rerankers``): a ``FACET_CHECKPOINT_DIR`` of the user's own checkpoints without both
+    stopped `facet serve` and `facet ui` with "FACET_UI_RERANKERS names 'instemb'", a setting
+    the user never set.
     """
-    for name in names:
+    if "ui_rerankers" not in settings.model_fields_set:
+        ui_rerankers(settings)  # (says which it leaves out)
+        return
+    for name in settings.ui_rerankers:
         check_named_embedder(name, "FACET_UI_RERANKERS", "served")
 
 
@@ -870,7 +878,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     if facet is None:  # the server's own (`facet serve`), not a facade a caller serves
         warn_open_roots(settings)
     if settings.ui_mount:  # the Search tab offers them (`facet ui` checks them too)
-        check_ui_rerankers(settings.ui_rerankers)
+        check_ui_rerankers(settings)
     started = int(time.time())  # the models' "created" (Facet records none for a model)
 
     @asynccontextmanager

@@ -67,7 +67,7 @@ def register(cli: typer.Typer) -> None:
         names = preload_names(preload, settings)  # before the data folder opens
         # As `facet serve` (exit 2, one line): the pickers offered a name that cannot be served.
         check_api_models(settings.api_models)
-        check_ui_rerankers(settings.ui_rerankers)
+        check_ui_rerankers(settings)
         from ui.app import launch_ui, ui_auth  # Gradio: seconds, after the checks that need none
 
         _warn_open(host, settings, login=ui_auth(settings) is not None)

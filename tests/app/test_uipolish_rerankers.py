@@ -3,7 +3,10 @@ that cannot be served was offered by the Search tab and found only when a user p
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -11,6 +14,8 @@ import pytest
 
 from app.errors import InvalidRequestError
 from tests.app.cli_runner import invoke_cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -48,11 +53,38 @@ def test_the_ui_refuses_a_reranker_it_cannot_serve_at_start(tmp_path: Path, rera
 
 def test_served_rerankers_and_none_pass_the_check() -> None:
     from app.api.server import check_ui_rerankers
+    from app.settings import FacetSettings
 
-    check_ui_rerankers(["instemb", "inbedder", "instemb[max_length=64]"])
-    check_ui_rerankers([])  # the Search tab offers no reranker
+    check_ui_rerankers(FacetSettings(ui_rerankers=["instemb", "inbedder", "instemb[max_length=64]"]))
+    check_ui_rerankers(FacetSettings(ui_rerankers=[]))  # the Search tab offers no reranker
     with pytest.raises(InvalidRequestError, match="FACET_UI_RERANKERS names 'inbeder'"):
-        check_ui_rerankers(["inbeder"])
+        check_ui_rerankers(FacetSettings(ui_rerankers=["inbeder"]))
+
+
+@pytest.mark.parametrize("kept", [[], ["instemb"]])
+def test_the_default_offers_the_rerankers_the_checkpoint_folder_holds(tmp_path: Path, kept) -> None:
+    """A FACET_CHECKPOINT_DIR of the user's own checkpoints without instemb and inbedder stopped
+    `facet serve` and `facet ui`: "FACET_UI_RERANKERS names 'instemb', which cannot be served",
+    a setting never set. Unset, its default is offered as far as it loads; set, it is checked."""
+    import shutil
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name in kept:
+        shutil.copytree(ROOT / "checkpoints" / name, folder / name)
+    code = ("from app.api.server import check_ui_rerankers\n"
+            "from app.core import ui_rerankers\n"
+            "from app.settings import FacetSettings, apply_settings\n"
+            "apply_settings(FacetSettings())\n"
+            "check_ui_rerankers(FacetSettings())\n"
+            "print(ui_rerankers(FacetSettings()))\n"
+            "check_ui_rerankers(FacetSettings(ui_rerankers=['inbedder']))\n")
+    env = {**os.environ, "FACET_CHECKPOINT_DIR": str(folder), "FACET_DATA_DIR": str(tmp_path / "d")}
+    env.pop("FACET_UI_RERANKERS", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.stdout == f"{kept}\n", done.stderr
+    assert "FACET_UI_RERANKERS names 'inbedder', which cannot be served" in done.stderr
 
 
 def test_serve_refuses_them_where_it_mounts_the_ui_as_the_ui_does(tmp_path: Path) -> None:
