@@ -1167,16 +1167,15 @@ def register(cli: typer.Typer) -> None:
         given = argument_text(prefix, "--prefix", "prefix")
         prefix = _prefix_path(given)
         with open_facet() as facet:
-            docs = facet.documents(collection, limit, offset, status, prefix)
-            if not docs and not offset:
+            gone = _gone_path_prefixes(given, prefix)
+            if gone and not facet.documents(collection, 1, 0, status, prefix):
                 # A relative path no longer there (a file deleted since it was indexed: when
                 # its entries are listed, to remove them) matched as a record id's start only,
-                # while `facet delete -d` found it.
-                for gone in _gone_path_prefixes(given, prefix):
-                    found = facet.documents(collection, limit, offset, status, gone)
-                    if found:
-                        docs, prefix = found, gone
-                        break
+                # while `facet delete -d` found it; decided on the first page, so that every
+                # page (--offset) and the count past the end read the same prefix.
+                prefix = next((path for path in gone
+                               if facet.documents(collection, 1, 0, status, path)), prefix)
+            docs = facet.documents(collection, limit, offset, status, prefix)
             there = 0
             if offset and not docs and not as_json:
                 # Past the end: how many there are, as `facet jobs --offset` says it.

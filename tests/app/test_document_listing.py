@@ -340,6 +340,12 @@ def test_a_relative_prefix_of_a_file_deleted_since_lists_its_entries(minilm, tmp
 
     assert listed("corpus/a.txt") == [str(src / "a.txt")]
     assert listed("./corpus/t.csv") == ["t1", "t2"]  # a gone csv's records, by its path
+    # A page past the first reads the same prefix (it said "past the first 1: ... has none").
+    paged = invoke_cli("documents", "c", "--prefix", "corpus/t.csv", "--limit", "1", "--offset",
+                       "1", env=env)
+    assert paged.returncode == 0 and paged.stdout.split()[0] == "t2", paged.stdout
+    past = invoke_cli("documents", "c", "--prefix", "corpus/t.csv", "--offset", "5", env=env)
+    assert "past the first 5: collection c has 2 documents" in past.stdout, past.stdout
     assert sorted(listed("corpus/")) == sorted([str(src / "a.txt"), str(src / "b.txt"), "t1", "t2"])
     # A record id's start is still read as given first; a path matching nothing, nothing.
     assert listed("t") == ["t1", "t2"]
