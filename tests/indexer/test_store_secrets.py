@@ -141,7 +141,8 @@ def test_masking_reads_a_long_word_once_and_masks_as_before() -> None:
 
     from indexer.errors import mask_secrets
 
-    for word in ("m" * 200_000, "a1" * 100_000, "http://a:b@ " * 20_000):
+    for word in ("m" * 200_000, "a1" * 100_000, "http://a:b@ " * 20_000,
+                 "http://a:" + "b" * 200_000, "http://a:b@" * 20_000):
         t0 = time.perf_counter()
         mask_secrets(word)
         assert time.perf_counter() - t0 < 3.0, word[:12]
@@ -153,6 +154,11 @@ def test_masking_reads_a_long_word_once_and_masks_as_before() -> None:
         ("1abc://u:p@h", "1abc://u:***@h"),  # (the scheme from its first letter)
         ("123://u:p@h", "123://u:p@h"), ("://u:p@h", "://u:p@h"),  # no scheme: not a URL
         ("qdrant://k@h?api_key=zz&x=1", "qdrant://k@h?api_key=***&x=1"),
+        # A password holding "@" runs to the authority's last one, as httpx and urllib read it
+        # (it was shown "u:***@ss@h"); an "@" in the path or query is no password's.
+        ("http://u:p@ss@h:8000/x", "http://u:***@h:8000/x"),
+        ("postgresql://u:p@ss@db/x?a=b@c", "postgresql://u:***@db/x?a=b@c"),
+        ("http://h:80/a@b", "http://h:80/a@b"),
     ]:
         assert mask_secrets(text) == masked, text
 
