@@ -800,7 +800,7 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
 
     from embedders.backbone import LoraSettings, load_lora_state_dict
     from embedders.errors import CheckpointError
-    from embedders.methods.common import ADAPTER_FILE, check_weights_file, read_weights
+    from embedders.methods.common import ADAPTER_FILE, read_weights
 
     path, meta = _resolve_checkpoint(source, "--init-lora-from")
     if meta.get("method") == spec.name:
@@ -810,15 +810,14 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
     saved = LoraSettings.from_dict(meta.get("config", {}).get("lora", {}))
     if saved.r == 0 or not (path / ADAPTER_FILE).is_file():
         raise InvalidRequestError(f"--init-lora-from {path} has no LoRA adapter to start from")
-    # A damaged adapter is said as --init-from says it, before the backbone loads (it was
-    # safetensors' own traceback, exit 1, after it).
-    check_weights_file(path / ADAPTER_FILE)
+    # A damaged adapter (or one of NaNs) is said as --init-from says it, before the backbone
+    # loads (it was safetensors' own traceback, exit 1, after it).
+    weights = read_weights(path / ADAPTER_FILE)
     ignored = _ignored_lora_options(lora, saved, lora_given or {}) if lora is not None else []
     if ignored:
         logger.info("--init-lora-from keeps the checkpoint's LoRA settings (%s); ignored: %s",
                     saved.to_dict(), ", ".join(ignored))
     model, _ = _build(spec, saved, max_length, backbone, overrides, None, device)
-    weights = read_weights(path / ADAPTER_FILE)
     try:
         load_lora_state_dict(model.backbone, {k: v.float() for k, v in weights.items()})
     except CheckpointError as e:

@@ -220,10 +220,18 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file's tensors; a damaged one (truncated, empty, not safetensors) is a
     ``CheckpointError`` naming it, not the reader's own exception."""
     try:
-        return load_file(str(path))
+        weights = load_file(str(path))
     except Exception as e:  # safetensors raises its own SafetensorError, OSError, ValueError
         raise CheckpointError(f"{path} cannot be read ({type(e).__name__}: {e}); the checkpoint "
                               "is damaged: copy it again or retrain it") from e
+    # A file that reads but holds NaN or infinite weights embedded every text as NaNs (and
+    # `facet train --init-lora-from` it skipped every step, saved nothing and exited 0).
+    bad = next((key for key, tensor in weights.items()
+                if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())), None)
+    if bad is not None:
+        raise CheckpointError(f"{path} holds weights that are not finite (NaN or infinite, in "
+                              f"{bad}); the checkpoint is damaged: copy it again or retrain it")
+    return weights
 
 
 def check_weights_file(path: Path) -> None:

@@ -73,3 +73,29 @@ def test_a_damaged_adapter_to_start_from_is_one_line_before_the_model_loads(eos_
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert f"{adapter} cannot be read" in result.output and "the checkpoint is damaged" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_an_adapter_of_nans_to_start_from_is_refused(eos_ckpt, smollm2_cut, tmp_path) -> None:
+    """An adapter that reads but holds NaNs: every step was skipped ("non-finite loss"), then
+    "nothing saved", exit 0; and loading such a checkpoint embedded every text as NaNs."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from embedders.errors import CheckpointError
+    from embedders.methods.common import read_weights
+
+    nans = tmp_path / "nans"
+    shutil.copytree(eos_ckpt, nans)
+    adapter = nans / "adapter.safetensors"
+    weights = load_file(str(adapter))
+    first = next(iter(weights))
+    weights[first] = torch.full_like(weights[first], float("nan"))
+    save_file(weights, str(adapter))
+    result = CliRunner().invoke(cli, ["train", "gircse", "--out", str(tmp_path / "out"), "--init-lora-from",
+                                      str(nans), "--backbone", smollm2_cut, "--data-dir", str(tmp_path),
+                                      "--max-length", "32", "--no-dev", "--threads", "1", "--tasks", "snli"])
+    assert result.exit_code == 4, result.output
+    assert f"{adapter} holds weights that are not finite (NaN or infinite, in {first})" in result.output
+    with pytest.raises(CheckpointError, match="not finite"):
+        read_weights(adapter)
