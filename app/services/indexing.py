@@ -4862,12 +4862,20 @@ class IndexService:
         if not gone:
             return
         path = display_path(source)
-        message = (f"{plural(len(gone), 'indexed record')} of {path} not in it any more (e.g. "
-                   f"{gone[0].key!r}) kept: a single file is synced only when asked; "
-                   f"`facet index {shell_word(path)} -c {shell_word(coll.name)} --sync` "
-                   f"(sync: true over the API) removes {'it' if len(gone) == 1 else 'them'}")
-        report.warnings.append((path, message))
-        job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
+        records = [r for r in gone if r.source == path]
+        # What was indexed under the path when it was a folder is no record of the file.
+        under = [r for r in gone if r.source != path]
+        for rows, what in ((records, f"{plural(len(records), 'indexed record')} of {path} not in "
+                                     "it any more"),
+                           (under, f"{plural(len(under), 'document')} indexed under {path} when "
+                                   "it was a folder")):
+            if not rows:
+                continue
+            message = (f"{what} (e.g. {rows[0].key!r}) kept: a single file is synced only when "
+                       f"asked; `facet index {shell_word(path)} -c {shell_word(coll.name)} --sync` "
+                       f"(sync: true over the API) removes {'it' if len(rows) == 1 else 'them'}")
+            report.warnings.append((path, message))
+            job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
 
     @staticmethod
     def _sync_counters(job: md.IndexJob, report: IndexReport) -> None:

@@ -1025,6 +1025,10 @@ def test_a_files_sync_removes_what_was_under_it_when_it_was_a_folder(make_ctx, t
     (one / "single.txt" / "a.txt").unlink()
     (one / "single.txt").rmdir()
     (one / "single.txt").write_text("storks nest on roofs")
+    kept = service.index(one / "single.txt", "s1")  # without --sync: kept, and said so
+    [said] = [w for _k, w in kept.warnings if "kept" in w]
+    assert said.startswith(f"1 document indexed under {one / 'single.txt'} when it was a folder "
+                           f"(e.g. '{one / 'single.txt' / 'a.txt'}') kept"), said
     synced = service.index(one / "single.txt", "s1", IndexOptions(sync=True))
     assert synced.docs_deleted == 1 and synced.removed == [str(one / "single.txt" / "a.txt")]
     with ctx.sessions() as s:
