@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -112,16 +112,11 @@ class MethodConfig:
             raise CheckpointError(
                 f"{cls.__name__} does not know the fields {unknown}; valid fields: {sorted(known)}"
             )
-        for f in fields(cls):  # (a str where a number goes said "'<' not supported between...")
-            default = f.default
-            if f.name not in data or not isinstance(default, (bool, int, float, str)):
-                continue
-            value, wanted = data[f.name], type(default)
-            ok = (isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))) or (
-                wanted is float and isinstance(value, int) and not isinstance(value, bool))
-            if not ok:
-                raise CheckpointError(f"a saved {cls.__name__} that is not valid: {f.name} is "
-                                      f"{value!r}, not {TYPE_WORDS[wanted]}")
+        # (A str where a number goes said "'<' not supported between...", naming no field; a
+        # nested one was a traceback.)
+        problem = _type_problem(cls, data)
+        if problem is not None:
+            raise CheckpointError(f"a saved {cls.__name__} that is not valid: {problem}")
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:  # a saved value out of range or of the wrong shape
@@ -130,6 +125,34 @@ class MethodConfig:
 
 # How a saved config's refusal names the type a field wants.
 TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
+
+
+def _type_problem(cls: type, data: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The first saved value of ``data`` whose type is not its field's in dataclass ``cls``
+    (the default's: a number, text, true/false, a list of names, or a nested settings object
+    such as ``lora`` and ``prompts``, read in turn), said "lora.alpha is None, not a whole
+    number"; None where every one fits (ranges are the config's own checks)."""
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value, name = data[f.name], f"{prefix}{f.name}"
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if isinstance(default, (bool, int, float, str)):
+            wanted = type(default)
+            ok = (isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))) or (
+                wanted is float and isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                return f"{name} is {value!r}, not {TYPE_WORDS[wanted]}"
+        elif dataclasses.is_dataclass(default) and not isinstance(value, type(default)):
+            if not isinstance(value, Mapping):
+                return f"{name} is {value!r}, not an object of settings"
+            inner = _type_problem(type(default), value, f"{name}.")
+            if inner is not None:
+                return inner
+        elif isinstance(default, tuple) and all(isinstance(item, str) for item in default) and (
+                not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value)):
+            return f"{name} is {value!r}, not a list of names"
+    return None
 
 
 @dataclass

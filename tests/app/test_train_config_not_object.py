@@ -76,3 +76,32 @@ def test_a_config_value_of_the_wrong_type_names_its_field_and_file(tmp_path: Pat
     assert done.stderr.strip() == (f"error: {ck / 'facet_config.json'}: a saved CausalEOSConfig "
                                    "that is not valid: max_length is 'abc', not a whole number")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("where", "value", "said"), [
+    (("prompts", "query"), 5, "prompts.query is 5, not text"),
+    (("lora", "alpha"), None, "lora.alpha is None, not a whole number"),
+    (("lora", "dropout"), "abc", "lora.dropout is 'abc', not a number"),
+    (("lora", "target_modules"), 5, "lora.target_modules is 5, not a list of names"),
+    (("lora",), [1], "lora is [1], not an object of settings"),
+])
+def test_a_nested_config_value_of_the_wrong_type_names_its_field(tmp_path: Path, where, value,
+                                                                  said) -> None:
+    """"prompts": {"query": 5} was an AttributeError traceback (exit 1) from `facet embed` and
+    `facet train --init-from`; "lora": {"alpha": null} "int() argument must be ...", no field."""
+    def edit(meta: dict) -> None:
+        target = meta["config"]
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = value
+
+    ck = _edited(tmp_path, "ck", edit)
+    embedded = invoke_cli("embed", "--embedder", str(ck), "hello")
+    assert embedded.returncode == 4, embedded.stderr
+    assert f"a saved CausalEOSConfig that is not valid: {said}" in embedded.stderr, embedded.stderr
+    assert "Traceback" not in embedded.stderr
+    trained = invoke_cli("train", "causal-eos", "--out", str(tmp_path / "out"), "--init-from", str(ck),
+                         "--steps", "1", "--no-dev")
+    assert trained.returncode == 4, trained.stderr
+    assert trained.stderr.strip() == (f"error: {ck / 'facet_config.json'}: a saved CausalEOSConfig "
+                                      f"that is not valid: {said}")
