@@ -402,7 +402,9 @@ def k_line(result: Any, max_k: int) -> str | None:
     if not result.k_chosen or result.silhouette is None or result.max_k_tried is None:
         return None
     top = result.max_k_tried
-    line = (f"k = {result.k} chosen by silhouette ({result.silhouette:.3f}), the best of k = 2 to {top}"
+    # (One k tried is no "best of k = 2 to 2": the UI says it so.)
+    tried = "k = 2 the only one tried" if top == 2 else f"the best of k = 2 to {top}"
+    line = (f"k = {result.k} chosen by silhouette ({result.silhouette:.3f}), {tried}"
             + ("" if top == max_k else f" (--max-k {max_k}; these texts allow no more than {top})"))
     if result.k == top and top == max_k:
         line += (f"; {top} is the largest k tried (--max-k {max_k}): a larger --max-k may find "
@@ -444,6 +446,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("cluster")
     @handle_errors
     def cluster_cmd(
+        ctx: typer.Context,
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
         source: Annotated[Path | None, typer.Argument(
             help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
@@ -558,6 +561,9 @@ def register(cli: typer.Typer) -> None:
                                       "per text; --explain '' names none (the keywords come from "
                                       "the texts)")
         chosen_k = k_option(k)
+        # "(the default)" only where --k was not given: "--k 8 (the default)" of a typed --k 8.
+        default = ("" if getattr(ctx.get_parameter_source("k"), "name", "DEFAULT")
+                   not in ("DEFAULT", "DEFAULT_MAP") else " (the default)")
         if source is not None and filters:
             raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
                                       "a file's texts are all clustered")
@@ -575,7 +581,6 @@ def register(cli: typer.Typer) -> None:
                                       "chunks are their text")
         if max_k is not None:  # as POST /cluster's max_k
             if chosen_k is not None:
-                default = " (the default)" if k == DEFAULT_K else ""
                 raise InvalidRequestError(f"--max-k is the largest k tried when k is chosen by "
                                           f"silhouette (--k 0); --k {k}{default} sets k itself")
             if not 2 <= max_k <= MAX_K:
@@ -619,7 +624,6 @@ def register(cli: typer.Typer) -> None:
                                 f"{cap:,} clustered at most (FACET_MAX_CLUSTER_TEXTS); cluster the "
                                 f"first {cap:,} with --limit {cap}, or raise FACET_MAX_CLUSTER_TEXTS")
         if texts is not None and chosen_k is not None and chosen_k > len(texts):
-            default = " (the default)" if k == DEFAULT_K else ""
             if cut:
                 raise InvalidRequestError(f"--k {k}{default} is more than the "
                                           f"{plural(len(texts), 'text')} clustered ({named}: {took}); "
@@ -644,7 +648,6 @@ def register(cli: typer.Typer) -> None:
                                           f"{most:,} ({why}), got {top_k}")
             results = top_k if top_k is not None else min(SEARCH_RESULTS_CLUSTERED, most)
             if chosen_k is not None and chosen_k > results:
-                default = " (the default)" if k == DEFAULT_K else ""
                 given = (f"--top-k {results}" if top_k is not None else
                          f"--top-k {results}, the default" if results == SEARCH_RESULTS_CLUSTERED else
                          "FACET_MAX_CLUSTER_TEXTS")
@@ -723,6 +726,13 @@ def register(cli: typer.Typer) -> None:
             if out is None and not as_json:
                 return
             payload = cluster_payload(result, str(source or collection), seed)
+            if search is not None:
+                # The search whose results were clustered: a saved --query run read as a plain
+                # --collection one, the search unsaid.
+                payload["search"] = {"query": search.query, "collection": search.collection,
+                                     "instruction": search.instruction, "k": search.top_k,
+                                     "filters": search.filters, "embedder": search.embedder,
+                                     "mode": search.mode}
             if score is not None:
                 payload["v_measure"] = score
             if as_json:

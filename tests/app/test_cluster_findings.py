@@ -143,9 +143,16 @@ def test_k_by_silhouette_says_its_score_range_and_top(texts_file):
     assert "the best of k = 2 to 3; 3 is the largest k tried (--max-k 3)" in result.stderr
     for extra, message in [(["--k", "0", "--max-k", "1"], "--max-k must be from 2 to 50, got 1"),
                            (["--k", "0", "--max-k", "51"], "--max-k must be from 2 to 50, got 51"),
-                           (["--max-k", "4"], "--k 8 (the default) sets k itself")]:
+                           (["--max-k", "4"], "--k 8 (the default) sets k itself"),
+                           # Typed, it is no default ("--k 8 (the default)" of a typed --k 8).
+                           (["--k", "8", "--max-k", "4"], "silhouette (--k 0); --k 8 sets k itself")]:
         result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, *extra, env=ENV)
         assert result.returncode == 2 and message in result.stderr, (extra, result.stderr)
+    # One k tried is no "best of k = 2 to 2", as the UI says it.
+    result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, "--k", "0", "--max-k", "2", env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert "k = 2 the only one tried; 2 is the largest k tried (--max-k 2)" in result.stderr, result.stderr
+    assert "k = 2 to 2" not in result.stderr
 
 
 def test_the_response_says_the_largest_k_tried(years):

@@ -126,6 +126,10 @@ def test_cluster_a_search_s_results(searched) -> None:
     assert payload["texts"] == _search(env, "card declined", "-k", "4")
     assert len(payload["labels"]) == 4 and payload["source"] == "notes"
     assert all("score" in s and s["doc_id"] for s in payload["sources"])
+    # The search is recorded, as POST /cluster's search reads it (a saved --query run read as a
+    # plain --collection one).
+    assert payload["search"] == {"query": "card declined", "collection": "notes", "instruction": None,
+                                 "k": 4, "filters": {}, "embedder": None, "mode": "auto"}
     # --filter, --search-instruction, --mode and --search-embedder go to the search; the
     # query may come from standard input.
     filtered = invoke_cli("cluster", "-c", "notes", "--query", "-", "--filter", "topic=card",
@@ -134,6 +138,9 @@ def test_cluster_a_search_s_results(searched) -> None:
                           env=env, input="card declined\n")
     assert filtered.returncode == 0, filtered.stderr
     texts = json.loads(filtered.stdout)["texts"]
+    assert json.loads(filtered.stdout)["search"] == {
+        "query": "card declined", "collection": "notes", "instruction": "find the problem", "k": 100,
+        "filters": {"topic": "card"}, "embedder": "minilm", "mode": "dense"}
     assert sorted(texts) == sorted(DOCS[n] for n in "abc")
     assert texts == _search(env, "card declined", "-f", "topic=card", "-i", "find the problem",
                             "-m", "dense")
