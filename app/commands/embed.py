@@ -57,7 +57,7 @@ EMBEDDERS_HELP = (
     "minilm's default 0.25 barely changes results), read (a plugin's model; how, not said), none "
     "(its vectors are the same under any instruction). --json adds each one's load-time options "
     "with the values it serves (null where they are known only once it loads): set one as "
-    "NAME[key=value], e.g. 'instemb[text_quotes=keep]'."
+    "NAME\\[key=value], e.g. 'instemb\\[text_quotes=keep]'."  # (\\[: not Rich markup, which ate it)
 )
 
 

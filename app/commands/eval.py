@@ -152,7 +152,8 @@ def eval_cmd(
         list[str] | None,
         typer.Option(
             "--task",
-            help="your own data, KIND:PATH (repeatable or comma-separated): beir:FOLDER[@SPLIT], "
+            # (\\[: not Rich markup, which ate "[@SPLIT]")
+            help="your own data, KIND:PATH (repeatable or comma-separated): beir:FOLDER\\[@SPLIT], "
             "sts:FILE.csv, goalex:FOLDER; runs instead of the built-in tasks unless --tasks names some",
         ),
     ] = None,
