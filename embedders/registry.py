@@ -225,6 +225,14 @@ def register_checkpoints() -> list[str]:
         return added
     for path in sorted(p for p in root.iterdir() if _registrable(p)):
         name = path.name.lower()
+        try:
+            # A plugin's name rule: 'x,y' could not be written in --baselines, 'a#b' broke the
+            # vector store, and both were listed and loaded.
+            _check_name(name)
+        except PluginError as e:
+            logger.warning("checkpoint %s not registered: %s; rename the folder (or load it by "
+                           "its path)", path, e)
+            continue
         if name in _EMBEDDERS:
             held = _EMBEDDERS[name]
             if held.path is None:

@@ -332,6 +332,30 @@ def test_checkpoint_folders_differing_only_in_case_are_named_not_silently_merged
                r.message for r in caplog.records), caplog.text
 
 
+def test_checkpoint_folders_named_as_no_embedder_may_be_are_not_registered(tmp_path, caplog):
+    """Folders `x,y`, `my eos`, `a#b` and `ünï` were registered and loaded by name, though such
+    a name cannot be written in `--baselines a,b` (a plugin's is refused) and `a#b` broke the
+    vector store; they are named and left out, loadable by their paths."""
+    import logging
+
+    from embedders.registry import list_embedders, set_checkpoint_dir
+
+    for folder in ("x,y", "my eos", "a#b", "ünï", "fine-one"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "facet_config.json").write_text(json.dumps(
+            {"method": "causal-eos", "name": "causal-eos", "backbone": "smollm2-135m-instruct"}))
+    try:
+        with caplog.at_level(logging.WARNING, logger="embedders.registry"):
+            set_checkpoint_dir(tmp_path)
+            names = {i.name for i in list_embedders()}
+    finally:
+        set_checkpoint_dir(None)
+    assert "fine-one" in names and not names & {"x,y", "my eos", "a#b", "ünï"}
+    for folder in ("x,y", "my eos", "a#b", "ünï"):
+        assert any(f"{tmp_path / folder} not registered: embedder name {folder!r} is refused" in
+                   r.message and "rename the folder" in r.message for r in caplog.records), folder
+
+
 def test_empty_brackets_are_no_options() -> None:
     """`--embedder 'minilm[]'` said "unknown embedder 'minilm[]'" (saved_name read it as
     minilm)."""
