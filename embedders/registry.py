@@ -1392,7 +1392,11 @@ def instruction_use(name_or_path: str) -> str:
     model; else ``prompted`` (the backbones and the corpus methods put it in their prompt).
     A name that loads nothing reads as ``read``: it fails where it is loaded."""
     kind, weight = _instruction_reading(str(name_or_path))
-    return f"blended {weight:g}" if weight is not None else kind
+    if weight is None:
+        return kind
+    # InBedder: trained on instructions, and served blended (its default 0.25): "trained" alone
+    # hid the blend, and its searches got no "barely steers" note (README: it barely steers).
+    return f"trained, blended {weight:g}" if kind == "trained" else f"blended {weight:g}"
 
 
 def weak_instruction(spec: str) -> float | None:
@@ -1414,18 +1418,25 @@ def _instruction_reading(spec: str) -> tuple[str, float | None]:
         except CheckpointError:
             method = None
     trainable = _TRAINABLE.get(method) if isinstance(method, str) else None
-    if trainable is not None and trainable.data == "triples":
-        return "trained", None
+    trained = trainable is not None and trainable.data == "triples"
     model_class = (trainable.model_class if trainable is not None else
                    _model_class(info) if info is not None and directory is None else None)
     if inspect.isclass(model_class) and issubclass(model_class, BlendsInstruction):
         weight: Any = _split_spec(spec)[1].get("instruction_weight")
+        saved = directory or (info.path if info is not None else None)
+        if weight is None and saved is not None:  # a checkpoint serves its own (InBedder 0.25)
+            try:
+                weight = read_checkpoint_config(saved).get("config", {}).get("instruction_weight")
+            except (CheckpointError, AttributeError):
+                weight = None
         if weight is None:
             weight = getattr(_default_config(model_class), "instruction_weight", None)
         try:
-            return "blended", float(weight)
+            return "trained" if trained else "blended", float(weight)
         except (TypeError, ValueError):  # refused where it loads
-            return "read", None
+            return "trained" if trained else "read", None
+    if trained:
+        return "trained", None
     if trainable is not None or (info is not None and info.kind == "baseline"):
         return "prompted", None
     return "read", None

@@ -51,10 +51,11 @@ def table_description(description: str) -> str:
 EMBEDDERS_HELP = (
     "List the embedders that can be loaded by name: name, kind, how it reads an instruction, "
     "description.\n\n"
-    "How it reads an instruction: trained (trained to follow one: InstEmb, InBedder; the "
-    "instruction steers), prompted (written into the prompt of a model not trained on "
-    "instructions), blended W (its plain vector mixed with W of the instruction-prepended one: "
-    "minilm's default 0.25 barely changes results), read (a plugin's model; how, not said), none "
+    "How it reads an instruction: trained (trained to follow one: InstEmb), prompted (written "
+    "into the prompt of a model not trained on instructions), blended W (its plain vector mixed "
+    "with W of the instruction-prepended one: minilm's default 0.25 barely changes results), "
+    "trained, blended W (trained to follow one, served blended: InBedder at 0.25), read (a "
+    "plugin's model; how, not said), none "
     "(its vectors are the same under any instruction). --json adds each one's load-time options "
     "with the values it serves (null where they are known only once it loads): set one as "
     "NAME\\[key=value], e.g. 'instemb\\[text_quotes=keep]'."  # (\\[: not Rich markup, which ate it)
