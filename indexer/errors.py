@@ -156,9 +156,11 @@ def disk_full_words(what: str, setting: str = "FACET_DATA_DIR", free: int | None
 # (``[A-Za-z][A-Za-z0-9+.-]*://``) was tried from every letter of a long word and read to its
 # end each time, time growing with the square of its length: a 300,000-character name in a
 # request held the API's event loop for minutes, SIGTERM and /health too (the API exploration).
-# The password runs to the authority's last "@" (httpx and urllib read "u:p@ss@h" as the
-# password "p@ss": it was shown "u:***@ss@h").
-_URL_USERINFO = re.compile(r"://([^\s/@:?#]*):[^\s/?#]*@")
+# The password runs to the last "@" before a "/" (httpx and urllib read "u:p@ss@h" as the
+# password "p@ss": it was shown "u:***@ss@h"), "?" and "#" in it too (a password is masked
+# whatever it holds: "s3cr#et" was shown once the "@" rule stopped at them). A URL with a query
+# and no path that holds an "@" is masked past its host: more hidden, never less.
+_URL_USERINFO = re.compile(r"://([^\s/@:?#]*):[^\s/]*@")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 
 

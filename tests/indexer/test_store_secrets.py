@@ -159,6 +159,10 @@ def test_masking_reads_a_long_word_once_and_masks_as_before() -> None:
         ("http://u:p@ss@h:8000/x", "http://u:***@h:8000/x"),
         ("postgresql://u:p@ss@db/x?a=b@c", "postgresql://u:***@db/x?a=b@c"),
         ("http://h:80/a@b", "http://h:80/a@b"),
+        # ... and whatever else it holds: "#" and "?" were masked before the "@" rule stopped
+        # at them.
+        ("redis://:s3cr#etpw@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0"),
+        ("http://k:s3?t@h:1", "http://k:***@h:1"),
     ]:
         assert mask_secrets(text) == masked, text
 
