@@ -1357,6 +1357,14 @@ class Facet:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""
         return allowed_model_names(self.settings)
 
+    def serves(self, collection: str | None = None) -> Callable[[str], bool]:
+        """Whether an edge (the HTTP API, the UI) may load a name for a request on ``collection``:
+        an allowed one (``allowed_models``) or a spec the collection recorded for an allowed
+        vector (``recorded_specs``). A note offering names (``served_note``) is told it."""
+        allowed = self.allowed_models()
+        recorded = self.recorded_specs(collection, allowed)
+        return lambda name: name in allowed or name in recorded
+
     def recorded_specs(self, collection: str | None, allowed: Sequence[str]) -> list[str]:
         """The specs ``collection`` recorded for its vectors whose names are in ``allowed``
         (``minilm[instruction_weight=1]`` for the vector ``minilm``): naming the vector loads

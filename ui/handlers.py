@@ -9,6 +9,7 @@ short "server error" message, never as a traceback in the page.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import logging
@@ -52,7 +53,7 @@ from app.services.clustering import (
 )
 from app.services.collections import JOB_GONE, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
-from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
+from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served_note
 from app.settings import FacetSettings
 from app.text import plural, printable
 from ui import documents as docs_view
@@ -572,6 +573,9 @@ class UiHandlers:
         request = self._request(text, clean, collection, embedder, top_k, filters,
                                 reranker if rerank else None, mode or "auto", bool(group))
         response = self.facet.search(request)
+        # Its "barely steers" note names what this page may load (it offered names it refuses).
+        response = dataclasses.replace(response, note=served_note(
+            response.note, response.embedder, self.facet.serves(request.collection)))
         notices += self._unread_notice(response, request.embedder)
         notices += self._stopped_notice(request.collection)
         if response.note and response.results:  # with no results it ends their "why" line
@@ -780,6 +784,8 @@ class UiHandlers:
             raise
         finally:
             self._track_cluster(session, stop, add=False)
+        response = dataclasses.replace(response, note=served_note(
+            response.note, response.embedder, self.facet.serves(request.collection)))
         searched = name or (search.collection if search else None)
         if searched:
             notices += self._stopped_notice(searched)

@@ -504,13 +504,6 @@ def _check_model(facet: Facet, name: str | None, field: str,
                                 f"{options}{failed}", param=field)
 
 
-def _serves(facet: Facet, collection: str | None) -> Callable[[str], bool]:
-    """Whether a request may name an embedder here, as ``_check_model`` reads it."""
-    allowed = allowed_models(facet)
-    recorded = facet.recorded_specs(collection, allowed)
-    return lambda name: name in allowed or name in recorded
-
-
 DISCONNECT_POLL_S = 0.5
 CLIENT_CLOSED_REQUEST = errors.CLIENT_CLOSED_REQUEST  # a request its client gave up
 
@@ -1057,7 +1050,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 mode=body.mode))
         payload = response.to_dict()
         payload["note"] = served_note(payload["note"], response.embedder,
-                                      _serves(facet, body.collection))
+                                      facet.serves(body.collection))
         # The point id, as the LangChain adapter's Document.id: an HTTP client could not name
         # the chunk it got.
         payload["results"] = [{"id": point_id(r["doc_id"], r["chunk_no"]), **r}
@@ -1137,7 +1130,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return errors.error_response(400, f"{e} (omit k)", "invalid_request_error", "k")
         _note_texts(request, len(result.texts))  # a collection's or a search's too
         payload = result.to_dict()
-        payload["note"] = served_note(payload["note"], result.embedder, _serves(facet, body.collection))
+        payload["note"] = served_note(payload["note"], result.embedder, facet.serves(body.collection))
         return _json(payload)
 
     # Submitting loads the embedder (422), writes the queued job row (429 while another

@@ -259,3 +259,18 @@ def test_resume_or_cancel_of_a_job_whose_collection_is_gone_says_it_in_the_pages
             press()
         assert said.value.message == (f"no index job {job_id} (a job is deleted with its "
                                       "collection: the Collections tab lists those left)")
+
+
+def test_the_weak_instruction_note_names_what_this_page_refuses(setup) -> None:
+    """The Search tab's "barely steers" note offered `minilm[instruction_weight=1]`, which the
+    page then refused ("not available here: minilm is, but with options only where
+    FACET_API_MODELS lists the spec exactly"); it now says so, as the HTTP API's does."""
+    _facet, h = setup
+    _results, summary = h.search("lighthouse garden", "Find the topic", "notes", "minilm", 3, "",
+                                 False, None, True, "dense")
+    text = html.unescape(_results + summary)  # (the summary's line is cut; the results say it whole)
+    assert "the instruction barely steers: minilm mixes it in at 0.25" in text, text
+    assert "this server does not serve minilm[instruction_weight=1]" in text, text
+    with pytest.raises(gr.Error, match="not available here"):
+        h.search("lighthouse garden", "Find the topic", "notes", "minilm[instruction_weight=1]", 3,
+                 "", False, None, True, "dense")
