@@ -152,6 +152,10 @@ def _type_problem(cls: type, data: Mapping[str, Any], prefix: str = "") -> str |
         elif isinstance(default, tuple) and all(isinstance(item, str) for item in default) and (
                 not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value)):
             return f"{name} is {value!r}, not a list of names"
+        elif "tuple[int" in str(f.type) and value is not None and (  # lora.layers: or None
+                not isinstance(value, list | tuple)
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            return f"{name} is {value!r}, not a list of whole numbers"
     return None
 
 

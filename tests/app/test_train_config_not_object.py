@@ -84,6 +84,8 @@ def test_a_config_value_of_the_wrong_type_names_its_field_and_file(tmp_path: Pat
     (("lora", "dropout"), "abc", "lora.dropout is 'abc', not a number"),
     (("lora", "target_modules"), 5, "lora.target_modules is 5, not a list of names"),
     (("lora",), [1], "lora is [1], not an object of settings"),
+    (("lora", "layers"), 5, "lora.layers is 5, not a list of whole numbers"),
+    (("lora", "layers"), ["a"], "lora.layers is ['a'], not a list of whole numbers"),
 ])
 def test_a_nested_config_value_of_the_wrong_type_names_its_field(tmp_path: Path, where, value,
                                                                   said) -> None:
