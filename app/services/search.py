@@ -2595,6 +2595,9 @@ class SearchService:
                             held_as, as_json = held_as | spelled, path
                     if not held_as or not held_as <= set(twin):
                         continue
+                    if isinstance(v, str) and _NUMBER.fullmatch(v.strip()) and \
+                            held_as <= {"0", "1"} and self._holds_booleans(session, coll.id, name):
+                        continue  # SQLite's 1/0 of true/false: "send the number 1" matched none
                     if isinstance(v, str) and not _NUMBER.fullmatch(v.strip()):
                         # "true": SQLite reads a JSON true as the integer 1, so whether a
                         # document holds the boolean is read from its metadata itself.

@@ -41,6 +41,9 @@ def test_a_number_no_document_holds_is_named(records) -> None:
 
 def test_a_number_on_a_field_of_true_false_says_what_the_field_holds(records) -> None:
     assert _note(records, vip=1) == "field 'vip' holds true/false, which no number matches (1 matched none)"
+    # The text "1" was told to send the number 1 (SQLite reads true as 1), which the note above
+    # then says matches none.
+    assert "vip:=1" not in _note(records, vip="1") and '{"vip": 1}' not in _note(records, vip="1")
 
 
 def test_a_field_of_text_keeps_its_own_note(records) -> None:
