@@ -440,6 +440,14 @@ def test_a_moved_record_file_is_planned_again_so_its_source_follows(make_ctx, tm
     assert {h.payload["source"] for h in ctx.store.scroll("c", limit=10)} == {str(src / "b.jsonl")}
 
 
+def _run_job(ctx, src: Path, name: str) -> int:
+    """Plan a job of ``src`` into ``name`` and run each of its chunks; the job's id."""
+    service, prepared, numbers = _plan(ctx, src, name)
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    return prepared.job_id
+
+
 def test_a_record_moved_to_another_file_of_the_job_is_no_conflict(make_ctx, tmp_path) -> None:
     """A chunk task warned "'r2' was a record of a.jsonl, which still exists" of a record
     the edited a.jsonl had given to a new b.jsonl, both files of the job's folder."""
@@ -447,15 +455,10 @@ def test_a_record_moved_to_another_file_of_the_job_is_no_conflict(make_ctx, tmp_
     src.mkdir()
     (src / "a.jsonl").write_text('{"id": "r1", "text": "alpha apple"}\n{"id": "r2", "text": "beta banana"}\n')
     ctx = make_ctx()
-    service, prepared, numbers = _plan(ctx, src, "c")
-    for n in numbers:
-        service.run_chunk(prepared.job_id, n)
+    _run_job(ctx, src, "c")
     (src / "a.jsonl").write_text('{"id": "r1", "text": "alpha apple"}\n')
     (src / "b.jsonl").write_text('{"id": "r2", "text": "beta banana"}\n')
-    service, prepared, numbers = _plan(ctx, src, "c")
-    for n in numbers:
-        service.run_chunk(prepared.job_id, n)
-    job = CollectionService(ctx).job(prepared.job_id)
+    job = CollectionService(ctx).job(_run_job(ctx, src, "c"))
     assert job.state == "completed" and job.docs_indexed == 1
     assert not any("was a record of" in e["message"] for e in job.errors), job.errors
 
