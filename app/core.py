@@ -1360,10 +1360,18 @@ class Facet:
     def serves(self, collection: str | None = None) -> Callable[[str], bool]:
         """Whether an edge (the HTTP API, the UI) may load a name for a request on ``collection``:
         an allowed one (``allowed_models``) or a spec the collection recorded for an allowed
-        vector (``recorded_specs``). A note offering names (``served_note``) is told it."""
-        allowed = self.allowed_models()
-        recorded = self.recorded_specs(collection, allowed)
-        return lambda name: name in allowed or name in recorded
+        vector (``recorded_specs``). A note offering names (``served_note``) is told it. Read on
+        the first question only: most searches' notes ask none, and the collection's read was a
+        query on every served search."""
+        known: list[tuple[list[str], list[str]]] = []
+
+        def served(name: str) -> bool:
+            if not known:
+                allowed = self.allowed_models()
+                known.append((allowed, self.recorded_specs(collection, allowed)))
+            allowed, recorded = known[0]
+            return name in allowed or name in recorded
+        return served
 
     def recorded_specs(self, collection: str | None, allowed: Sequence[str]) -> list[str]:
         """The specs ``collection`` recorded for its vectors whose names are in ``allowed``

@@ -828,7 +828,6 @@ class PromptTokenizer:
         cut = InstructionCut(taken, budget, fit_without) if truncated and taken > 0 else None
         return PromptTokens(sequences, spans, truncated, cut)
 
-
     def _start_ids(self, text: str, want: int) -> tuple[list[int], bool]:
         """The token ids of the start of ``text``, more than ``want`` of them where it has
         that many, and whether they are all of it. Read from ``want`` x ``chars_per_token``

@@ -34,3 +34,21 @@ def test_a_server_that_serves_both_keeps_the_note_as_it_is() -> None:
     assert served_note("some other note", "minilm", lambda name: False) == "some other note"
     both = served_note(note, "minilm", lambda name: False)
     assert both is not None and "does not serve instemb or minilm[instruction_weight=1]" in both
+
+
+def test_a_search_whose_note_offers_no_name_reads_no_collection_for_it(client, facet, monkeypatch) -> None:
+    """The served check read the collection (a query) on every served search; it is asked only
+    where the note offers names."""
+    asked: list[str | None] = []
+    recorded = facet.recorded_specs
+
+    def counting(collection, allowed):
+        asked.append(collection)
+        return recorded(collection, allowed)
+
+    monkeypatch.setattr(facet, "recorded_specs", counting)
+    plain = client.post("/search", json={"query": "card payment", "collection": COLLECTION, "k": 3})
+    assert plain.status_code == 200 and asked == [], asked
+    steered = client.post("/search", json={"query": "card payment", "collection": COLLECTION, "k": 3,
+                                           "instruction": "Find the intent", "mode": "dense"})
+    assert steered.status_code == 200 and asked == [COLLECTION], asked
