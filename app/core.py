@@ -55,6 +55,7 @@ from app.errors import (
     as_domain_error,
     check_collection,
     domain_errors,
+    embedder_refusal,
     quoted_field,
 )
 from app.jobs import JobRunner, ThreadJobRunner
@@ -251,21 +252,15 @@ def ui_rerankers(settings: FacetSettings) -> list[str]:
     default that load here (each left out logged once a process, at INFO)."""
     if "ui_rerankers" in settings.model_fields_set:
         return list(settings.ui_rerankers)
-    from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
-    from embedders.registry import check_embedder
-
     offered = []
     for name in settings.ui_rerankers:
-        try:
-            check_embedder(name)
-        except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
-            if name not in _RERANKERS_LEFT_OUT:
-                _RERANKERS_LEFT_OUT.add(name)
-                logger.info("the Search tab offers no %s reranker: %s (FACET_UI_RERANKERS "
-                            "sets the list)", name, e.args[0] if isinstance(e, KeyError) and
-                            e.args else e)
-            continue
-        offered.append(name)
+        reason = embedder_refusal(name)
+        if reason is None:
+            offered.append(name)
+        elif name not in _RERANKERS_LEFT_OUT:
+            _RERANKERS_LEFT_OUT.add(name)
+            logger.info("the Search tab offers no %s reranker: %s (FACET_UI_RERANKERS sets the "
+                        "list)", name, reason)
     return offered
 
 

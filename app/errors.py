@@ -320,14 +320,23 @@ def check_named_embedder(name: str, source: str, verb: str = "loaded") -> None:
         InvalidRequestError: ``name`` cannot be loaded (unknown, an unreadable checkpoint, an
             option it does not offer).
     """
+    reason = embedder_refusal(name)
+    if reason is not None:
+        raise InvalidRequestError(f"{source} names {name!r}, which cannot be {verb}: {reason}")
+
+
+def embedder_refusal(name: str) -> str | None:
+    """Why ``embedders.registry.check_embedder(name)`` (no weights loaded, options checked)
+    refuses ``name`` (unknown, an unreadable checkpoint, an option it does not offer), in its
+    own words; None where it would load."""
     from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
     from embedders.registry import check_embedder
 
     try:
         check_embedder(name)
     except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
-        reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        raise InvalidRequestError(f"{source} names {name!r}, which cannot be {verb}: {reason}") from e
+        return e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    return None
 
 
 def check_collection(name: object, *, optional: bool = False,
