@@ -116,3 +116,12 @@ def raise_open_files_limit(target: int = OPEN_FILES_TARGET) -> tuple[int, int] |
     except (ValueError, OSError) as e:  # (a container that forbids it: the limit stays)
         logger.debug("open-files limit left as it is: %s", e)
     return None
+
+
+def absent(path: Path | str) -> str:
+    """Why ``path``, which is not there, is not: "does not exist", or that it leads through a
+    loop of links (a path ``exists()`` calls absent; saying "does not exist" of a link the user
+    sees in ``ls`` sent them looking for a typo)."""
+    from indexer.parsing import LINK_LOOP, through_link_loop
+
+    return LINK_LOOP if through_link_loop(path) else "does not exist"

@@ -202,6 +202,22 @@ class CheckedFile:
         return fh
 
 
+LINK_LOOP = ("leads through a loop of links (a link that points back to itself, or to a link "
+             "that does): make it point at a file or folder")
+
+
+def through_link_loop(path: Path | str) -> bool:
+    """Whether ``path`` is not there because it leads through a loop of links (ELOOP), which
+    ``exists()`` reports as absent: its message is then ``LINK_LOOP``, not "does not exist"."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    except ValueError:  # a NUL in the path
+        return False
+    return False
+
+
 def _open(path: Path, checked: CheckedFile | None, mode: str = "r", **kwargs: Any) -> IO[Any]:
     """``path`` opened, or the ``checked`` file that stands for it."""
     if checked is None:
@@ -412,14 +428,8 @@ def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[P
             f"cannot read {display_path(source)} ({e.strerror or e}); make it (and its "
             "folders) readable") from None
     if not exists:
-        try:
-            os.stat(source)
-        except OSError as e:
-            if e.errno == errno.ELOOP:  # (was a RuntimeError traceback from resolving it)
-                raise UnsupportedSourceError(
-                    f"{display_path(source)} leads through a loop of links (a link that points "
-                    "back to itself, or to a link that does): make it point at a file or "
-                    "folder") from None
+        if through_link_loop(source):  # (was a RuntimeError traceback from resolving it)
+            raise UnsupportedSourceError(f"{display_path(source)} {LINK_LOOP}") from None
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
             f"({', '.join(sorted(SUPPORTED_SUFFIXES))}) or a BEIR corpus.jsonl"

@@ -27,7 +27,7 @@ from app.commands.common import (
     write_out_file,
 )
 from app.errors import DataError, InvalidRequestError, NotFoundError
-from app.files import is_stdout
+from app.files import absent, is_stdout
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -125,7 +125,7 @@ def register(cli: typer.Typer) -> None:
         if not wanted:  # it measured nothing and wrote a JSON of load averages, exit 0
             raise InvalidRequestError(f"--parts names no part; pick from {', '.join(sorted(known))}")
         if source is not None and not source.exists():
-            raise NotFoundError(f"--source {source} does not exist")
+            raise NotFoundError(f"--source {source} {absent(source)}")
         if source is not None and "index" in wanted:
             _check_source(source)
         _check_part_data(settings.shared_data_dir, wanted, source)

@@ -43,7 +43,7 @@ from app.commands.common import (
     write_out_file,
 )
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
-from app.files import is_stdout, is_stream
+from app.files import absent, is_stdout, is_stream
 from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED
 from app.settings import get_settings
 from app.text import plural, printable, printable_json
@@ -196,7 +196,7 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
                                   "folder and cluster it with --collection")
     piped = not stdin and is_stream(path)
     if not stdin and not piped and not path.is_file():
-        raise NotFoundError(f"{path} does not exist")
+        raise NotFoundError(f"{path} {absent(path)}")
     try:
         if stdin:
             held, labels = _stream_records(_stdin_stream(), STDIN_NAME, ".txt", text_column,
@@ -248,7 +248,7 @@ def read_gold_labels(path: Path) -> list[str]:
                 _held(stream, f"--labels {path}", path.suffix or ".txt", "give the labels in a file") as held:
             return read_label_file(held, name=f"--labels {path}")
     if not path.is_file():
-        raise NotFoundError(f"--labels {path} does not exist")
+        raise NotFoundError(f"--labels {path} {absent(path)}")
     return read_label_file(path)
 
 

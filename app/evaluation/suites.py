@@ -28,7 +28,7 @@ from app.evaluation.tasks import (
     Task,
     ViewInstruction,
 )
-from app.files import expand_user
+from app.files import absent, expand_user
 
 SUITES = ("quick", "full")
 SEED = 0
@@ -318,7 +318,7 @@ USER_TASK_LAYOUTS = {
 def _check_layout(item: str, kind: str, path: Path) -> None:
     what, files = USER_TASK_LAYOUTS[kind]
     if not path.exists():
-        raise InvalidRequestError(f"--task {item!r}: {path} does not exist; give {what}")
+        raise InvalidRequestError(f"--task {item!r}: {path} {absent(path)}; give {what}")
     if kind == "sts":
         if not path.is_file():
             raise InvalidRequestError(f"--task {item!r}: {path} is a folder; give {what}")
