@@ -216,6 +216,30 @@ def checkpoint_dir() -> Path:
     return _checkpoint_dir or default_checkpoint_dir()
 
 
+def checkpoint_dir_note() -> str | None:
+    """Why no trained checkpoint has a name, or None when one has: the checkpoint folder is
+    not there, holds no checkpoint, or is itself one checkpoint (FACET_CHECKPOINT_DIR set to a
+    checkpoint rather than to the folder holding it registered nothing, with no word)."""
+    if any(info.path is not None for info in _EMBEDDERS.values()):
+        return None
+    root = checkpoint_dir()
+    # An installed (non-editable) package has no checkpoints/ beside it: the trained names
+    # (causal2vec, inbedder...) were simply missing from the list, and nothing said why.
+    set_it = ("set FACET_CHECKPOINT_DIR to a folder of checkpoints, such as a Facet checkout's "
+              "checkpoints/")
+    try:
+        if not root.is_dir():
+            return f"no checkpoints folder at {root}, so no trained checkpoint has a name: {set_it}"
+        if is_checkpoint_dir(root):
+            return (f"the checkpoints folder {root} is itself one checkpoint, so no trained "
+                    f"checkpoint has a name: set FACET_CHECKPOINT_DIR to the folder holding it "
+                    f"({root.parent}), or load it by its path")
+    except (OSError, CheckpointError):
+        return None  # not looked into: register_checkpoints warned
+    return (f"the checkpoints folder {root} holds no checkpoint folder (one with {CONFIG_FILE}), "
+            f"so no trained checkpoint has a name: {set_it}")
+
+
 def register_checkpoints() -> list[str]:
     """Register every checkpoint directory directly under ``checkpoint_dir()`` by its folder name
     (a name already taken by a baseline is skipped with a warning). Returns the names added."""
@@ -1195,12 +1219,8 @@ def _unknown(spec: object) -> UnknownEmbedderError | CheckpointError:
     damaged = config_missing(_split_spec(spec)[0])
     if damaged is not None:
         return CheckpointError(damaged)
-    root = checkpoint_dir()
-    # An installed (non-editable) package has no checkpoints/ beside it: the trained names
-    # (causal2vec, inbedder...) were simply missing from the list, and nothing said why.
-    missing = (f" (no checkpoints folder at {root}, so no trained checkpoint has a name: set "
-               "FACET_CHECKPOINT_DIR to a folder of checkpoints, such as a Facet checkout's "
-               "checkpoints/)" if not root.is_dir() else "")
+    note = checkpoint_dir_note()
+    missing = f" ({note})" if note else ""
     # A plugin that failed to load would otherwise leave only "unknown embedder" for its names.
     failed = plugin_failures()
     unseen = (f" (this user may not look into the current folder {_cwd()}, so no folder there "

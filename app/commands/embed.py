@@ -70,10 +70,13 @@ def register(cli: typer.Typer) -> None:
     def embedders_cmd(
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     ) -> None:
-        from embedders.registry import embedder_options, instruction_use, list_embedders
+        from embedders.registry import checkpoint_dir_note, embedder_options, instruction_use, list_embedders
 
         infos = list_embedders()
         uses = [instruction_use(i.name) for i in infos]
+        note = checkpoint_dir_note()
+        if note:  # (a FACET_CHECKPOINT_DIR of one checkpoint, or of none, listed none, no word why)
+            typer.echo(f"note: {printable(note)}", err=True)
         if as_json:
             typer.echo(printable_json([{"name": i.name, "kind": i.kind, "instructions": use,
                                         "description": i.description, "options": embedder_options(i.name)}

@@ -49,6 +49,46 @@ def test_unknown_name_without_a_checkpoints_folder_says_how_to_name_them(tmp_pat
     assert "causal2vec" in embedder_names()
 
 
+def test_a_checkpoints_folder_of_none_or_of_one_checkpoint_says_so(tmp_path):
+    """FACET_CHECKPOINT_DIR set to an empty folder, or to one checkpoint instead of the folder
+    holding it, registered nothing, and neither the unknown-name error nor `facet embedders`
+    said why."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from embedders.registry import checkpoint_dir_note, set_checkpoint_dir
+
+    assert checkpoint_dir_note() is None  # the checkout's checkpoints/ names some
+    one = Path(__file__).resolve().parents[2] / "checkpoints" / "causal-eos"
+    (tmp_path / "empty").mkdir()
+
+    def embedders(folder: Path | None) -> subprocess.CompletedProcess[str]:
+        # A process of its own: the settings set the registry's folder for the process.
+        env = {**os.environ, "FACET_DATA_DIR": str(tmp_path / "data")}
+        env.pop("FACET_CHECKPOINT_DIR", None)
+        if folder is not None:
+            env["FACET_CHECKPOINT_DIR"] = str(folder)
+        return subprocess.run([sys.executable, "-m", "app", "embedders"], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    for folder, said in ((tmp_path / "empty", r"holds no checkpoint folder .*set FACET_CHECKPOINT_DIR"),
+                         (one, rf"is itself one checkpoint.*the folder holding it \({one.parent}\)")):
+        set_checkpoint_dir(folder)
+        try:
+            with pytest.raises(UnknownEmbedderError, match=said):
+                load_embedder("causal2vec")
+        finally:
+            set_checkpoint_dir(None)
+        listed = embedders(folder)
+        assert listed.returncode == 0, listed.stderr
+        assert "minilm" in listed.stdout and "causal2vec" not in listed.stdout
+        assert listed.stderr.startswith("note: the checkpoints folder "), listed.stderr
+    listed = embedders(None)
+    assert "causal2vec" in listed.stdout and "note:" not in listed.stderr, listed.stderr
+
+
 @pytest.mark.parametrize("bad", ["", "   ", None])
 def test_empty_or_none_name(bad):
     with pytest.raises(UnknownEmbedderError, match="non-empty name or path"):
