@@ -747,14 +747,21 @@ class Facet:
         if tokenizer is None or not texts:
             return sum(len(t.split()) for t in texts)
         cap = model.max_length if isinstance(model, HasTokenizer) else 10**9
-        # The model's own reader's bound where it has one (SmolLM2's tokens of up to 81
-        # characters: a text of them was under-counted at 32).
-        bound = getattr(getattr(model, "_tokenize", None), "chars_per_token", None)
-        chars = cap * (bound if isinstance(bound, int) else CHARS_PER_TOKEN_BOUND)
-        ids = tokenizer([t[:chars] for t in texts], add_special_tokens=False,
+        # The model's own reader where it has one: its bound (SmolLM2's tokens of up to 81
+        # characters: a text of them was under-counted at 32), and how it reads a text longer
+        # than that (a 9,000-character hash then a sentence counted 1 token, minilm read 22).
+        from embedders.base import PromptTokenizer  # (torch: loaded with the model already)
+
+        reader = getattr(model, "_tokenize", None)
+        if not isinstance(reader, PromptTokenizer):
+            reader = None
+        chars = cap * (reader.chars_per_token if reader is not None else CHARS_PER_TOKEN_BOUND)
+        short = [t for t in texts if reader is None or len(t) <= chars]
+        ids = tokenizer([t[:chars] for t in short], add_special_tokens=False,
                         return_attention_mask=False, return_token_type_ids=False,
-                        verbose=False)["input_ids"]
-        return int(sum(min(len(row), cap) for row in ids))
+                        verbose=False)["input_ids"] if short else []
+        long = sum(reader.text_tokens(t, cap) for t in texts if len(t) > chars) if reader is not None else 0
+        return int(sum(min(len(row), cap) for row in ids)) + long
 
     # ------------------------------------------------------------------ index
 

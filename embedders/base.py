@@ -828,6 +828,12 @@ class PromptTokenizer:
         cut = InstructionCut(taken, budget, fit_without) if truncated and taken > 0 else None
         return PromptTokens(sequences, spans, truncated, cut)
 
+    def text_tokens(self, text: str, cap: int) -> int:
+        """How many of ``text``'s own tokens are read, up to ``cap``, read as ``__call__`` reads
+        a long text (``_start_ids``): a word past a WordPiece tokenizer's 100 characters is one
+        [UNK], and the text after it counts."""
+        return min(len(self._start_ids(text, cap)[0]), cap)
+
     def _start_ids(self, text: str, want: int) -> tuple[list[int], bool]:
         """The token ids of the start of ``text``, more than ``want`` of them where it has
         that many, and whether they are all of it. Read from ``want`` x ``chars_per_token``

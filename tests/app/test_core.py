@@ -551,6 +551,16 @@ def test_counting_tokens_reads_no_more_of_a_text_than_the_embedder_can(minilm) -
     assert spy.lengths == [minilm.max_length * CHARS_PER_TOKEN_BOUND, 9]
 
 
+def test_usage_counts_what_the_model_reads_past_a_long_word(minilm) -> None:
+    """A 9,000-character hash (one WordPiece [UNK]) then a sentence: /v1/embeddings' usage said
+    1 token, reading the text only to 32 characters a token, while minilm reads the sentence."""
+    sentence = "the octopus swims in the sea"
+    text = "0123456789abcdef" * 563 + " " + sentence
+    read = minilm._tokenize([text], "document", None)
+    assert Facet.count_tokens(minilm, [text]) == len(read.sequences[0]) - 2  # [CLS] and [SEP]
+    assert Facet.count_tokens(minilm, [text]) == 1 + Facet.count_tokens(minilm, [sentence])
+
+
 def test_an_argument_of_the_wrong_type_is_the_facades_error(cache, tmp_path) -> None:
     """`facet.search("q")` raised AttributeError from deep inside; a numpy array of texts (a
     DataFrame column's values) got no hint."""
