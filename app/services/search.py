@@ -493,7 +493,7 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
              for v in (value if isinstance(value, list | tuple) else [value])]
     if twins is not None:  # asked: what the documents hold decides, not one value's type
         given = [(k, v) for k, v in given if k in _TOP_LEVEL_VALUES or k in ("id", "_id")
-                 or (k, v) in twins.found]
+                 or (k, v) in twins.found or (k, v) in twins.booleans]
 
     def holds(k: str, number: bool) -> bool:  # the other type is held (found, or guessed)
         if twins is not None and k not in _TOP_LEVEL_VALUES:
@@ -521,7 +521,8 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
                      f"{_as_json(None, fixed)}")
     given = [(k, v) for k, v in given if k not in _TOP_LEVEL_VALUES]
     strings = [(k, v) for k, v in given if k not in ("id", "_id") and isinstance(v, str)
-               and _NUMBER.fullmatch(v.strip()) and holds(k, number=True)]
+               and _NUMBER.fullmatch(v.strip()) and holds(k, number=True)
+               and (twins is None or (k, v) not in twins.booleans)]  # ("1" of true: below)
     if strings:
         numbers = [(k, _number(v)) for k, v in strings]
         # "not a csv column" only where no document holds the field as text.
@@ -545,7 +546,7 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
     # matches where the store matches booleans; the edge store matches neither.
     flags = [(k, v) for k, v in given if twins is not None and (k, v) in twins.booleans]
     if flags:
-        as_bools = [(k, v.strip().lower() == "true") for k, v in flags]
+        as_bools = [(k, _as_boolean(v)) for k, v in flags]
         forms = ", ".join(f"{k}:={json.dumps(b)}" for k, b in as_bools)
         strings_given = ", ".join(json.dumps(v, ensure_ascii=False) for _, v in flags)
         if twins is not None and twins.booleans_matched:
@@ -701,6 +702,13 @@ def _close_names(name: str, held: Collection[str]) -> list[str]:
 # A string filter value that reads as a boolean, and the JSON texts a field holding that
 # boolean reads as in SQL (SQLite's JSON functions give true as 1; PostgreSQL's as true).
 _BOOLEAN_TEXTS = {"true": ("true", "1"), "false": ("false", "0")}
+
+
+def _as_boolean(text: str) -> bool:
+    """The boolean a filter's text stands for on a field of true/false: "true", "1" (SQLite
+    reads a JSON true as 1) and their like are true."""
+    text = text.strip().lower()
+    return text == "true" if text in _BOOLEAN_TEXTS else _number(text) == 1
 # Documents read to tell a field of true from one of the integer 1 (SQLite reads both as 1).
 _BOOLEAN_ROWS = 20
 
@@ -2569,7 +2577,10 @@ class SearchService:
                 if _is_number(v):
                     asks.append((key, v, _number_texts(v), (json.dumps(json.dumps(v)),)))
                 elif isinstance(v, str) and _NUMBER.fullmatch(v.strip()):
-                    asks.append((key, v, (json.dumps(v),), _number_texts(_number(v))))
+                    # (PostgreSQL reads a true as "true", SQLite as 1: "1" is asked after both)
+                    flag: tuple[str, ...] = ("false",) if _number(v) == 0 else \
+                        ("true",) if _number(v) == 1 else ()
+                    asks.append((key, v, (json.dumps(v),), _number_texts(_number(v)) + flag))
                 elif isinstance(v, str) and v.strip().lower() in _BOOLEAN_TEXTS:
                     asks.append((key, v, (json.dumps(v),), _BOOLEAN_TEXTS[v.strip().lower()]))
         D = md.Document
@@ -2595,9 +2606,13 @@ class SearchService:
                             held_as, as_json = held_as | spelled, path
                     if not held_as or not held_as <= set(twin):
                         continue
-                    if isinstance(v, str) and _NUMBER.fullmatch(v.strip()) and \
-                            held_as <= {"0", "1"} and self._holds_booleans(session, coll.id, name):
-                        continue  # SQLite's 1/0 of true/false: "send the number 1" matched none
+                    if isinstance(v, str) and _NUMBER.fullmatch(v.strip()) and (
+                            held_as <= {"true", "false"} or (held_as <= {"0", "1"}
+                            and self._holds_booleans(session, coll.id, name))):
+                        # SQLite's 1/0 of true/false: "send the number 1" matched none, and no
+                        # hint at all left `vip=1` where `vip=true` was told `vip:=true`.
+                        booleans.add((key, v))
+                        continue
                     if isinstance(v, str) and not _NUMBER.fullmatch(v.strip()):
                         # "true": SQLite reads a JSON true as the integer 1, so whether a
                         # document holds the boolean is read from its metadata itself.

@@ -201,5 +201,9 @@ def test_a_field_of_both_types_is_hinted_per_value_on_postgres(minilm, tmp_path,
         assert note({"stars": "4.5"}) == ""
         # A true/false field (PostgreSQL reads it as such, SQLite as 1/0): the same note.
         assert note({"vip": 1}) == "field 'vip' holds true/false, which no number matches (1 matched none)"
+        # The texts "true" and "1" are told the boolean, as on SQLite (PostgreSQL reads a true
+        # as "true", where SQLite reads 1: "1" had no hint).
+        for text in ("true", "1"):
+            assert "vip:=true" in note({"vip": text}), text
     finally:
         facet.close()

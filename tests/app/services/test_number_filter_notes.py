@@ -44,6 +44,11 @@ def test_a_number_on_a_field_of_true_false_says_what_the_field_holds(records) ->
     # The text "1" was told to send the number 1 (SQLite reads true as 1), which the note above
     # then says matches none.
     assert "vip:=1" not in _note(records, vip="1") and '{"vip": 1}' not in _note(records, vip="1")
+    # Nor was it left with no hint at all, where `vip=true` is told `vip:=true`.
+    for text, value in (("1", "true"), ("0", "false"), (" 1.0", "true")):
+        note = _note(records, vip=text)
+        assert "'vip' holds true/false" in note or "a field of true/false" in note, (text, note)
+        assert f"vip:={value}" in note, (text, note)
 
 
 def test_a_field_of_text_keeps_its_own_note(records) -> None:
