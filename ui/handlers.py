@@ -637,11 +637,15 @@ class UiHandlers:
         embedder refuses ("the instruction is too long for this embedder ...") is named: the
         toast said "the instruction" with two on the page."""
         try:
-            return self.facet.search(request)
+            response = self.facet.search(request)
         except InvalidRequestError as e:
             if "the instruction" not in str(e).lower():
                 raise
             raise type(e)(f"Instruction {side}: {e}") from e
+        # Its "barely steers" note names what this page may load, as the Search tab's does
+        # (Compare offered minilm[instruction_weight=1], which the page refuses).
+        return dataclasses.replace(response, note=served_note(
+            response.note, response.embedder, self.facet.serves(request.collection)))
 
     # -------------------------------------------------------------- cluster
 

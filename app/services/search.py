@@ -401,12 +401,22 @@ def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) 
     offered a name the server answers 404 (``FACET_API_MODELS`` sets what it serves)."""
     if not note or WEAK_INSTRUCTION_NOTE not in note:
         return note
+    from embedders.registry import embedder_names
+
     base = embedder.split("[", 1)[0]
     refused = [name for name in ("instemb", f"{base}[instruction_weight=1]") if not served(name)]
     if not refused:
         return note
-    return note.replace(WEAK_NOTE_END, f": docs/indexing.md; this server does not serve "
-                        f"{' or '.join(refused)}: FACET_API_MODELS sets what it serves)", 1)
+    # A name no embedder loads as (no instemb checkpoint in FACET_CHECKPOINT_DIR) is not one
+    # FACET_API_MODELS could serve: that advice sent the user to list it, for a 404 again.
+    names = set(embedder_names())
+    absent = [name for name in refused if name.split("[", 1)[0] not in names]
+    unserved = [name for name in refused if name not in absent]
+    why = ([f"this server does not serve {' or '.join(unserved)}: FACET_API_MODELS sets what it "
+            "serves"] if unserved else []) + \
+        ([f"{' or '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed here (no "
+          f"such checkpoint in FACET_CHECKPOINT_DIR)"] if absent else [])
+    return note.replace(WEAK_NOTE_END, f": docs/indexing.md; {'; '.join(why)})", 1)
 
 
 def _unknown_rerank(error: Exception, spec: str | None) -> UnknownModelError:

@@ -274,3 +274,8 @@ def test_the_weak_instruction_note_names_what_this_page_refuses(setup) -> None:
     with pytest.raises(gr.Error, match="not available here"):
         h.search("lighthouse garden", "Find the topic", "notes", "minilm[instruction_weight=1]", 3,
                  "", False, None, True, "dense")
+    # The Compare tab offered it too.
+    compared = html.unescape(h.compare("lighthouse garden", "Find the topic", "Find the place",
+                                       "notes", "minilm", 3, ""))
+    assert "the instruction barely steers" in compared, compared
+    assert "this server does not serve minilm[instruction_weight=1]" in compared, compared

@@ -52,3 +52,24 @@ def test_a_search_whose_note_offers_no_name_reads_no_collection_for_it(client, f
     steered = client.post("/search", json={"query": "card payment", "collection": COLLECTION, "k": 3,
                                            "instruction": "Find the intent", "mode": "dense"})
     assert steered.status_code == 200 and asked == [COLLECTION], asked
+
+
+def test_a_name_no_embedder_loads_as_is_not_sent_to_facet_api_models(tmp_path) -> None:
+    """With no instemb checkpoint (FACET_CHECKPOINT_DIR of one's own checkpoints), the note
+    said "this server does not serve instemb ...: FACET_API_MODELS sets what it serves", and
+    listing it there is refused: no embedder loads as instemb."""
+    from app.services.search import served_note, weak_instruction_note
+    from embedders.registry import set_checkpoint_dir
+
+    note = weak_instruction_note(["minilm"])
+    assert note is not None
+    (tmp_path / "empty").mkdir()
+    set_checkpoint_dir(tmp_path / "empty")
+    try:
+        said = served_note(note, "minilm", lambda name: False)
+    finally:
+        set_checkpoint_dir(None)
+    assert said is not None and said.endswith(
+        "docs/indexing.md; this server does not serve minilm[instruction_weight=1]: "
+        "FACET_API_MODELS sets what it serves; instemb is not installed here (no such checkpoint "
+        "in FACET_CHECKPOINT_DIR))"), said
