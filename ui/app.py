@@ -12,6 +12,7 @@ and never wait behind a long clustering.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import secrets
 import time
@@ -343,6 +344,24 @@ def typed_enter(dropdown: gr.Dropdown, then: gr.Button) -> None:
     dropdown.focus(None, None, None, js=TYPED_ENTER_JS % {"id": ident, "next": then.elem_id},
                    api_name=f"lambda_{str(ident).replace('-', '_')}_typed_enter",
                    api_visibility="private", queue=False)
+
+
+# A box holding its example value: focused, the example is selected, so typing replaces it (a
+# keyboard user's Tab put the caret after it, and "What is the topic of this text?Group by
+# intent" was clustered). Not when it holds the user's own text.
+SELECT_DEFAULT_JS = """() => {
+  const box = document.querySelector('#%(id)s textarea');
+  if (box && box.value === %(value)s) box.select();
+}"""
+
+
+def select_if_default(box: gr.Textbox, value: str) -> None:
+    """``box`` (an ``elem_id``'d one-line box) selects its text when focused while it is
+    ``value``, its example (``SELECT_DEFAULT_JS``)."""
+    ident = box.elem_id
+    box.focus(None, None, None, js=SELECT_DEFAULT_JS % {"id": ident, "value": json.dumps(value)},
+              api_name=f"lambda_{str(ident).replace('-', '_')}_select_default",
+              api_visibility="private", queue=False)
 
 
 def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
@@ -689,6 +708,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         k_instruction = gr.Textbox(label="Instruction (what to group by)",
                                                    elem_id="cluster-instruction",
                                                    value=DEFAULT_CLUSTER_INSTRUCTION)
+                        select_if_default(k_instruction, DEFAULT_CLUSTER_INSTRUCTION)
                         # No `minimum`: Gradio's own "Value -1 is less than minimum value 0" named
                         # no box; the handler's message says which and why (docs/ui.md).
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,

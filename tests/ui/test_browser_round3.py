@@ -83,3 +83,24 @@ def test_enter_in_the_one_line_boxes_runs_search_and_compare(page) -> None:  # n
     page.locator("#compare-b textarea").fill("Find messages about fees or exchange rates")
     page.locator("#compare-b textarea").press("Enter")
     page.locator("#compare-results table.facet-compare").wait_for()
+
+
+def test_tab_into_the_cluster_instruction_replaces_its_example(page) -> None:  # noqa: F811
+    """The box holds its example as text: a keyboard user's Tab put the caret after it, and
+    what they typed was glued on ("What is the topic of this text?Group by intent" was
+    clustered). Focused while it holds the example, the example is selected; the user's own
+    text is not."""
+    open_tab(page, "Cluster")
+    box = page.locator("#cluster-instruction textarea")
+    page.locator("#cluster-limit input[type=number]").focus()
+    page.keyboard.press("Tab")
+    page.wait_for_function("document.activeElement === document.querySelector('#cluster-instruction textarea')")
+    page.wait_for_function("(() => { const b = document.querySelector('#cluster-instruction textarea');"
+                           " return b.selectionStart === 0 && b.selectionEnd === b.value.length; })()")
+    page.keyboard.type("Group by intent")
+    assert box.input_value() == "Group by intent"
+    # Left and entered again: the user's text stays as typed, the caret where the browser puts it.
+    page.locator("#cluster-limit input[type=number]").focus()
+    page.keyboard.press("Tab")
+    page.keyboard.type("!")
+    assert box.input_value().startswith("Group by intent") and box.input_value().count("!") == 1
