@@ -861,13 +861,21 @@ START_READ_FACTOR = 64
 _SPACES = " \t\n\r\x0b\x0c\u3000\xa0"
 
 
+# A WordPiece tokenizer reads a word longer than this as one [UNK] (BERT's
+# ``max_input_chars_per_word``): a part of such a word reads the same.
+_WORDPIECE_WORD_LIMIT = 100
+
+
 def _to_word_end(text: str, n: int) -> str:
     """``text[:n]`` less the word it ends inside, where a space before it within the slice says
-    where that word began (else ``text[:n]``: one word longer than the slice)."""
+    where that word began and the part inside is no longer than a WordPiece word (a shorter part
+    reads as word pieces, not the whole word's [UNK]). Else ``text[:n]``: a slice ending far
+    into a long run without spaces (CJK prose, a hex dump) was cut back to the run's start, and
+    a text of a title then a million CJK characters was read as its title alone."""
     if n >= len(text) or text[n] in _SPACES:
         return text[:n]
     start = max(text.rfind(space, 0, n) for space in _SPACES)
-    return text[:start] if start > 0 else text[:n]
+    return text[:start] if start > 0 and n - start <= _WORDPIECE_WORD_LIMIT else text[:n]
 
 
 def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:

@@ -230,3 +230,13 @@ def test_a_long_text_is_read_as_far_as_its_budget_needs_and_no_further(minilm, m
     assert cut.truncated == 1 and len(cut.sequences[0]) == 3  # [CLS] [UNK] [SEP]
     first = (minilm.max_length - 2) * minilm._tokenize.chars_per_token
     assert sum(read) < 2 * 64 * first, read  # at most 64 times the first slice, doubling
+
+
+def test_a_long_run_without_spaces_after_a_title_is_read(minilm):
+    """A slice ending far into a run without spaces (CJK prose) was cut back to the run's
+    start, every slice up to the read's cap: a title then a million CJK characters was embedded
+    as its title alone ([CLS] [UNK] [UNK] [SEP])."""
+    out = minilm._tokenize(["标题 " + "中文文本内容" * 200_000], Role.DOCUMENT, None)
+    assert out.truncated == 1 and len(out.sequences[0]) == minilm.max_length
+    start, end = out.text_spans[0]
+    assert "文 本" in minilm.tokenizer.decode(out.sequences[0][start:end])
