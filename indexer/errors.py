@@ -159,8 +159,10 @@ def disk_full_words(what: str, setting: str = "FACET_DATA_DIR", free: int | None
 # The password runs to the last "@" before a "/" (httpx and urllib read "u:p@ss@h" as the
 # password "p@ss": it was shown "u:***@ss@h"), "?" and "#" in it too (a password is masked
 # whatever it holds: "s3cr#et" was shown once the "@" rule stopped at them). A URL with a query
-# and no path that holds an "@" is masked past its host: more hidden, never less.
-_URL_USERINFO = re.compile(r"://([^\s/@:?#]*):[^\s/]*@")
+# and no path that holds an "@" is masked past its host: more hidden, never less. The user name
+# may hold an "@" too ("user@corp.com:pw@db", as SQLAlchemy and redis-py read it: the password
+# "pw" was shown in clear).
+_URL_USERINFO = re.compile(r"://([^\s/:?#]*):[^\s/]*@")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 
 

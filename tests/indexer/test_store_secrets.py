@@ -163,6 +163,9 @@ def test_masking_reads_a_long_word_once_and_masks_as_before() -> None:
         # at them.
         ("redis://:s3cr#etpw@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0"),
         ("http://k:s3?t@h:1", "http://k:***@h:1"),
+        # A user name holding "@" (an e-mail address): its password was shown in clear.
+        ("postgresql://user@corp.com:pw@db.example/x", "postgresql://user@corp.com:***@db.example/x"),
+        ("redis://user@host:6379/0", "redis://user@host:6379/0"),  # a port, no password
     ]:
         assert mask_secrets(text) == masked, text
 
