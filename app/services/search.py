@@ -2370,7 +2370,8 @@ class SearchService:
             return None
         if not titles:
             return ("no document has a title (a Markdown file's front-matter title or first "
-                    "heading, an HTML page's <title>, a jsonl/csv record's title field)")
+                    "heading, an HTML page's <title>, a PDF's or Word file's title property, a "
+                    "jsonl/csv record's title field)")
         unheld = [v for v in wanted if v not in titles]
         if len(titles) >= _VALUE_ROWS or len(unheld) < len(wanted) or not unheld:
             return None

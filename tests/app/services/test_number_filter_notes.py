@@ -61,7 +61,7 @@ def test_a_title_filter_says_when_no_document_has_that_title(records, tmp_path) 
     note: a title is a document's own field, which the missing-field note never read."""
     assert _note(records, title="x") == (
         "no document has a title (a Markdown file's front-matter title or first heading, an HTML "
-        "page's <title>, a jsonl/csv record's title field)")
+        "page's <title>, a PDF's or Word file's title property, a jsonl/csv record's title field)")
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("# Card refunds\n\nhow a card payment is refunded\n")
