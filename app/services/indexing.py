@@ -1643,6 +1643,17 @@ def path_keys(key: str, base: Path | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _unwalked(source: Path, files: list[Path], rows: list[md.Document]) -> list[md.Document]:
+    """The documents of ``rows`` whose files are still there though a walk of ``source`` never
+    reads them (hidden files and folders: ``_walk_skips``): a sync keeps them
+    (``IndexingService._keep_unwalked``)."""
+    read = {display_path(f) for f in files}
+    root = display_path(source).rstrip(os.sep) + os.sep
+    return [row for row in rows if row.status != "error" and row.source not in read
+            and row.source.startswith(root) and _walk_skips(row.source[len(root):])
+            and _source_state(row.source) is True]
+
+
 def _walk_skips(relative: str) -> bool:
     """Whether a folder's walk leaves out the path ``relative`` to it: a hidden file, or one
     under a hidden or system folder (``discover_files``)."""
@@ -4896,8 +4907,10 @@ class IndexService:
         steps = [OPTIMIZE_STEP]
         if options.syncs(source):
             try:
-                gone = sum(1 for row in self._gone_rows(session, coll, source, files, seen)
-                           if row.status != "error" and not seen.kept(row.source))
+                rows = [row for row in self._gone_rows(session, coll, source, files, seen)
+                        if row.status != "error" and not seen.kept(row.source)]
+                # (less what the sync keeps of files the walk never reads: ``_keep_unwalked``)
+                gone = len(rows) - len(_unwalked(source, files, rows))
             except SQLAlchemyError as e:  # (the database may be what fails next: it is said)
                 logger.debug("could not count the documents a sync would remove: %s", e)
                 steps.insert(0, "removing the documents no longer in the source")
@@ -4931,11 +4944,7 @@ class IndexService:
         hidden file (or one in a hidden or system folder) is indexed only when given itself,
         and a sync of its folder removed it as gone ("1 removed", named nowhere). They are
         kept, with one warning."""
-        read = {display_path(f) for f in files}
-        root = display_path(source).rstrip(os.sep) + os.sep
-        kept = [row for row in rows if row.status != "error" and row.source not in read
-                and row.source.startswith(root) and _walk_skips(row.source[len(root):])
-                and _source_state(row.source) is True]
+        kept = _unwalked(source, files, rows)
         if not kept:
             return rows
         first = kept[0].source

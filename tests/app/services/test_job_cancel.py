@@ -187,6 +187,26 @@ def test_a_cancel_after_the_last_batch_names_the_sync_it_stopped_before(facet, t
         "completed", 0, 3, 1 if sync is None else 0)
 
 
+def test_a_cancel_after_the_last_batch_counts_no_removal_of_a_hidden_file_kept(facet, tmp_path) -> None:
+    """A hidden file indexed by itself stays when its folder syncs (``_keep_unwalked``); the
+    cancel's message counted it among the removals it stopped before ("removing 2 documents")."""
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    (src / ".hidden.txt").write_text("a hidden note about the hotel's late check-in")
+    facet.index(src / ".hidden.txt", "c")
+    facet.index(src, "c")
+    (src / "doc000.txt").unlink()
+    (src / "doc002.txt").write_text("a changed note about the hotel booking, written again.")
+    asked: list = []
+    report = facet.index(src, "c", progress=_cancel_after_the_last_batch(facet, asked))
+    assert asked and report.state == "cancelled"
+    assert facet.job(report.job_id).message.startswith(
+        "cancelled after every document had gone in (1 indexed), before removing 1 document no "
+        "longer in the source and optimizing the store")
+    again = facet.index(src, "c")
+    assert (again.state, again.docs_deleted) == ("completed", 1)
+
+
 def test_a_cancel_before_the_last_batch_still_says_to_resume(facet, tmp_path) -> None:
     """One batch (one document) left when the cancel came: it is not said to be all in."""
     write_corpus(tmp_path / "src", 3)
