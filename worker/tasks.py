@@ -279,11 +279,25 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
         # The domain's one line ("the metadata database stayed locked..."), not SQLAlchemy's
         # error with its statement and every parameter.
         said = as_domain_error(e) or e
-        if transient >= MAX_TRANSIENT_RETRIES:
-            service.fail_chunk(int(job_id), int(number),
-                               f"gave up after {MAX_TRANSIENT_RETRIES} retries: {said}")
-            raise
         countdown = _backoff(transient)
+        if transient >= MAX_TRANSIENT_RETRIES:
+            try:
+                service.fail_chunk(int(job_id), int(number),
+                                   f"gave up after {MAX_TRANSIENT_RETRIES} retries: {said}")
+            except Exception as unrecorded:
+                if not is_transient(unrecorded):
+                    raise
+                # The database still out of reach (an outage longer than the retries, ~2
+                # minutes): the failure cannot be written either, and its error escaped as a
+                # 260-line traceback, the task dropped and re-sent minutes later by the
+                # sweeper, which blamed a killed worker. Tried again at the longest delay
+                # until the database is back.
+                logger.warning("chunk %d of job %d: %s; still failing after %d retries, and its "
+                               "failure cannot be recorded either: retry in %.1fs", number,
+                               job_id, said, MAX_TRANSIENT_RETRIES, countdown)
+                raise _retry(self, f"chunk {number} of job {job_id}", countdown,
+                             {"transient": transient, "gone": gone}) from e
+            raise
         logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
         raise _retry(self, f"chunk {number} of job {job_id}", countdown,
                      {"transient": transient + 1, "gone": gone}) from e

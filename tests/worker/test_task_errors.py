@@ -152,3 +152,38 @@ def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redi
         assert max(ended) < 5, sorted(ended)  # (twice the timeout before: over 6 s)
     finally:
         encoder.close()
+
+
+def test_a_chunk_whose_failure_cannot_be_recorded_is_tried_again_not_dropped(monkeypatch, caplog) -> None:
+    """PostgreSQL stopped for longer than the retries (~2 minutes): giving up needs the database
+    too, and ``fail_chunk``'s error escaped, a 260-line traceback a chunk; the task was dropped
+    and re-sent by the sweeper, which blamed a killed worker (the worker-and-PostgreSQL
+    exploration). It is tried again at the longest delay, with one line."""
+    import worker.tasks as tasks
+
+    down = OperationalError("SELECT 1", (), sqlite3.OperationalError("database is locked"))
+    sent: list[tuple[float, dict[str, int]]] = []
+
+    def retry(_task, _what: str, countdown: float, tries: dict[str, int]) -> Retry:
+        sent.append((countdown, tries))
+        return Retry("retry", None)
+
+    class Service:
+        def run_chunk(self, job_id: int, number: int):
+            raise down
+
+        def release_claim(self, job_id: int, number: int) -> None:
+            raise down
+
+        def fail_chunk(self, job_id: int, number: int, message: str) -> None:
+            raise down
+
+    monkeypatch.setattr(tasks, "_retry", retry)
+    monkeypatch.setattr(tasks, "chunk_service", Service)
+    with caplog.at_level(logging.WARNING, logger="worker.tasks"), pytest.raises(Retry):
+        tasks.index_chunk.run(4, 2, transient=tasks.MAX_TRANSIENT_RETRIES, gone=1)
+    assert [tries for _, tries in sent] == [{"transient": tasks.MAX_TRANSIENT_RETRIES, "gone": 1}]
+    assert sent[0][0] >= 30  # the longest delay (jittered)
+    [record] = caplog.records
+    assert "failure cannot be recorded either: retry in" in record.getMessage(), record.getMessage()
+
