@@ -885,7 +885,11 @@ def _follow(job_id: int, interval: float, out: TextIO | None = None, *,
 
 def _say_cancelled(job: JobInfo) -> None:
     """`facet jobs ID --cancel`'s line: the job's state (and how it ended, where it has)."""
-    asked = " (cancel requested: it stops at its next batch)" if job.state not in _ENDED else ""
+    # A stalled job's next batch waits for a worker (its message says so): "stops at its next
+    # batch" read as at once.
+    asked = ("" if job.state in _ENDED else
+             f" ({printable(job.message)})" if job.state == "stalled" and job.message else
+             " (cancel requested: it stops at its next batch)")
     typer.echo(f"job {job.id} {job.state}{asked}")
     if job.message and job.state in _ENDED:
         typer.echo(f"  {printable(job.message)}")

@@ -1115,13 +1115,19 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
         if job.runner == "celery" and current is not None and current.job_id == job.id \
                 and not current.alive():
             # Its chunks wait in the broker: a worker that starts again goes on with them.
-            return "stalled", ("no worker has made progress on it for over "
-                               f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
-                               if current.heartbeat_at else "no worker has made progress") + \
-                ("; it goes on when a worker takes its next chunk: start one if none runs "
-                 "(`facet worker --queues index`); a chunk whose worker was killed is taken "
-                 "again only after FACET_VISIBILITY_TIMEOUT_S "
-                 f"({_visibility_timeout_s()}s), so to go on now, {hint}")
+            idle = ("no worker has made progress on it for over "
+                    f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
+                    if current.heartbeat_at else "no worker has made progress")
+            taken = ("a chunk whose worker was killed is taken again only after "
+                     f"FACET_VISIBILITY_TIMEOUT_S ({_visibility_timeout_s()}s)")
+            if job.cancel_requested:
+                # (It said the job "goes on" and how to go on now, of a job asked to stop.)
+                return "stalled", (f"cancel requested, and {idle}: it ends cancelled when a "
+                                   "worker takes its next chunk: start one if none runs (`facet "
+                                   f"worker --queues index`); {taken}")
+            return "stalled", (f"{idle}; it goes on when a worker takes its next chunk: start one "
+                               f"if none runs (`facet worker --queues index`); {taken}, so to go "
+                               f"on now, {hint}")
         if current is not None and current.job_id == job.id and current.host == leases.HOST \
                 and current.pid and leases.pid_alive(current.pid) and not current.alive() \
                 and _the_writer(current, current.heartbeat_at or job.started_at):

@@ -167,6 +167,18 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     default = json.loads(invoke_cli("jobs", str(job_id), "--json",
                                     env={"FACET_DATA_DIR": str(tmp_path)}).stdout)["message"]
     assert "FACET_VISIBILITY_TIMEOUT_S (3600s)" in default
+    # Cancelled while no worker runs: it said "it stops at its next batch", then that the job
+    # "goes on" and how to go on now (the worker-and-PostgreSQL exploration).
+    cancelled = invoke_cli("jobs", str(job_id), "--cancel", env=env)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.startswith(
+        f"job {job_id} stalled (cancel requested, and no worker has made progress on it for over "
+    ), cancelled.stdout
+    assert ": it ends cancelled when a worker takes its next chunk: start one if none runs " \
+        "(`facet worker --queues index`); a chunk whose worker was killed is taken again only " \
+        "after FACET_VISIBILITY_TIMEOUT_S (120s))" in cancelled.stdout, cancelled.stdout
+    shown = json.loads(invoke_cli("jobs", str(job_id), "--json", env=env).stdout)["message"]
+    assert "goes on" not in shown and "to resume" not in shown, shown
 
 
 def test_delete_refused_beside_a_server_names_the_route_that_deletes_there(tmp_path: Path) -> None:
