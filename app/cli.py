@@ -100,6 +100,13 @@ def _usage_error_line(error: Any) -> str:
         tb = tb.tb_next
     if ctx is None or ctx.command.get_help_option(ctx) is None:
         return f"error: {message}"
+    if getattr(error, "option_name", None) in ("-c", "--collection") and any(
+            param.param_type_name == "argument" and (param.name == "collection" or (
+                param.name == "name" and ctx.command.name == "collections"))
+            for param in ctx.command.params):
+        # `facet documents -c NAME`, as `index`, `search` and `jobs` take it: "No such option".
+        message += (" (this command takes the collection as an argument, not an option: drop "
+                    f"{error.option_name})")
     names = []  # the command as it is installed ("facet search", under `python -m app` too)
     while ctx.parent is not None:
         names.append(ctx.info_name or "")

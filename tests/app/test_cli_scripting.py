@@ -131,6 +131,20 @@ def test_a_usage_error_in_process_is_one_line_with_its_hint() -> None:
                            "(facet search --help)\n"), done.stderr
 
 
+def test_a_collection_given_as_an_option_where_it_is_an_argument_says_so() -> None:
+    """`facet documents -c NAME`, as `index`, `search` and `jobs` take it, was only "No such
+    option: -c"."""
+    for args, flag in ((("documents", "-c", "gamma"), "-c"), (("delete", "--collection", "g"), "--collection"),
+                       (("collections", "-c", "gamma"), "-c")):
+        done = invoke_cli(*args)
+        assert done.returncode == 2
+        assert done.stderr == (f"error: No such option: {flag} (this command takes the collection "
+                               f"as an argument, not an option: drop {flag}) (facet {args[0]} "
+                               "--help)\n"), done.stderr
+    # Another command's unknown option is as it was.
+    assert "takes the collection" not in invoke_cli("embedders", "-c", "x").stderr
+
+
 @pytest.mark.parametrize("args", [("--help",), ("search", "--help")])
 def test_help_into_a_closed_pipe_exits_0(tmp_path, args) -> None:
     """`facet --help | head -1` exited 1 (rich's on_broken_pipe)."""
