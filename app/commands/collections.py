@@ -370,9 +370,14 @@ def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> 
     if jobs is not None and _unwritten(info):
         listed = list(jobs)
         live = [j for j in listed if j.state in ("queued", "running", "stalled")]
-        if live and not any(j.state == "completed" for j in listed):
+        completed = any(j.state == "completed" for j in listed)
+        if live and not completed:
             first = min(live, key=lambda j: j.id)
             return f"no points yet (job {first.id} {first.state})"
+        if not completed and _never_stored(info):
+            # Its jobs ended before one made the store (its first killed as it started): "?
+            # points" claimed a store held, missing or damaged (``facet delete`` said so too).
+            return "no points"
     return "? points"
 
 
@@ -1300,9 +1305,8 @@ def register(cli: typer.Typer) -> None:
                 raise ConflictError(owned_elsewhere(collection, info.owner))
             if not orphan and info.store_elsewhere is not None and not force:
                 raise elsewhere_refusal(collection, info.store_elsewhere)  # (before asking)
+            # ("deleted c6: 0 documents, ? points" of one never stored: "no points")
             points = points_text(info, None if orphan else _jobs_of_unwritten(facet, info))
-            if points == "? points" and not orphan and _never_stored(info):
-                points = "no points"  # ("deleted c6: 0 documents, ? points")
             what = (f"{points} of collection {collection!r} of {printable(info.owner)}, not of "
                     "this database" if orphan and info.owner is not None else
                     f"{points} that no collection of this database owns" if orphan

@@ -132,6 +132,26 @@ def test_a_collection_with_only_a_queued_job_has_no_points_yet(tmp_path: Path) -
     assert "waiting" in invoke_cli("collections", env=env).stdout
 
 
+def test_a_collection_whose_jobs_ended_before_any_wrote_has_no_points(tmp_path: Path) -> None:
+    """Its first job killed as it started (`--background`'s process, or `facet serve` with it
+    queued): no store was made, and `facet collections` said "? points", which names a store
+    held, missing or damaged."""
+    engine, sessions = _sessions(tmp_path)
+    with sessions() as s:
+        coll = _collection(s, "bg2")
+        s.add(md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
+                          state="interrupted", runner="inline"))
+        s.commit()
+    engine.dispose()
+    env = {"FACET_DATA_DIR": str(tmp_path)}
+    listed = invoke_cli("collections", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "bg2: 0 documents indexed, 0 failed, 0 chunks, no points · " in listed.stdout, listed.stdout
+    assert "no points · " in invoke_cli("collections", "bg2", env=env).stdout
+    deleted = invoke_cli("delete", "bg2", "-y", env=env)
+    assert deleted.stdout == "deleted bg2: 0 documents, no points\n", deleted.stdout + deleted.stderr
+
+
 def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     engine, sessions = _sessions(tmp_path)
     with sessions() as s:
