@@ -1156,9 +1156,14 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "interrupted", f"its writer stopped without finishing{since}; {hint}{_disk_full_now()}"
     if job.state == "queued" and job.runner != "celery" and job.host == leases.HOST \
             and not leases.pid_alive(job.pid):
-        return "interrupted", ("the process that queued it ended before it ran; "
+        # A `--background` job's row names its own process (``facet run-job``), killed before it
+        # ran: "the process that queued it" (the CLI, which exited normally) and "what was
+        # indexed is kept" (nothing was) misled.
+        who = (f"its process (pid {job.pid}, `facet index --background`'s)" if job.runner == "process"
+               else "the process that queued it")
+        return "interrupted", (f"{who} ended before it ran; "
                                + (removal_rerun_hint(job, started=False) if is_removal(job)
-                                  else hint))
+                                  else f"run `{resume_command(job)}` again to index it"))
     if job.state == "queued" and job.runner == "celery" and job.message is None:
         waited = (md.utcnow() - job.queued_at).total_seconds()
         later = _later_completed(job) if waited > QUEUED_HINT_S else None

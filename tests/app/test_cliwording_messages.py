@@ -152,6 +152,35 @@ def test_a_collection_whose_jobs_ended_before_any_wrote_has_no_points(tmp_path: 
     assert deleted.stdout == "deleted bg2: 0 documents, no points\n", deleted.stdout + deleted.stderr
 
 
+def test_a_background_job_whose_process_died_before_it_ran_says_so(tmp_path: Path) -> None:
+    """`facet index --background`'s process killed before it ran: "the process that queued it
+    ended before it ran" (the CLI, which exited normally) "...: what was indexed is kept" (nothing
+    was)."""
+    import subprocess
+    import sys
+
+    from app.services import leases
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    engine, sessions = _sessions(tmp_path)
+    with sessions() as s:
+        coll = _collection(s, "bg")
+        for runner in ("process", "thread"):
+            s.add(md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
+                              state="queued", runner=runner, pid=gone.pid, host=leases.HOST))
+        s.commit()
+    engine.dispose()
+    jobs = json.loads(invoke_cli("jobs", "--json", env={"FACET_DATA_DIR": str(tmp_path)}).stdout)
+    said = {job["id"]: job["message"] for job in jobs}
+    background, served = sorted(said)
+    assert said[background] == (f"its process (pid {gone.pid}, `facet index --background`'s) ended "
+                                "before it ran; run `facet index src --collection bg --embedder "
+                                "minilm` again to index it"), said
+    assert said[served].startswith("the process that queued it ended before it ran; run `facet "), said
+    assert all("what was indexed is kept" not in m for m in said.values()), said
+
+
 def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     engine, sessions = _sessions(tmp_path)
     with sessions() as s:
