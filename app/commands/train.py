@@ -106,7 +106,8 @@ def register(cli: typer.Typer) -> None:
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
         last_out: Annotated[Path | None, typer.Option(
-            help="also save the weights as they are at the end, best on dev or not (a soup ingredient)",
+            help="also save the weights as they are at the end, best on dev or not (a soup "
+                 "ingredient); not on Ctrl-C or SIGTERM, which keep only the best",
             parser=path_value)] = None,
         threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
         grad_checkpointing: Annotated[bool, typer.Option(
@@ -461,6 +462,14 @@ def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str
     if last_out is not None and log["stopped"] != "interrupted" and (last_out / CONFIG_FILE).is_file():
         steps = log.get("init_weights_steps", 0) + len(log["history"])
         lines.append(f"saved the last weights ({plural(steps, 'step')} in all) to {last_out}")
+    elif last_out is not None and log["stopped"] == "interrupted":
+        # (An interrupt may land inside an optimizer step: those weights are not saved.) Said:
+        # an earlier run's last weights there read as this run's, and a new folder was simply
+        # not made.
+        held = (" (it holds an earlier run's weights)" if (last_out / CONFIG_FILE).is_file()
+                else "")
+        lines.append(f"the last weights were not saved to {last_out}{held}: a run stopped by "
+                     "Ctrl-C or SIGTERM saves only its best")
     return "\n".join(lines)
 
 

@@ -262,6 +262,21 @@ def test_a_run_that_saved_nothing_does_not_claim_a_save(tmp_path, trained):
     assert f"to {trained}" in summary(log, trained)
 
 
+def test_an_interrupted_run_says_its_last_out_was_not_written(tmp_path, trained):
+    """Ctrl-C or SIGTERM skips `--last-out` (an interrupt may land inside an optimizer step),
+    and the summary said nothing: an earlier run's weights there read as this run's."""
+    from app.commands.train import summary
+
+    log = {**json.loads((trained / "train_log.json").read_text()), "stopped": "interrupted"}
+    said = summary(log, trained, trained).splitlines()[-1]
+    assert said == (f"the last weights were not saved to {trained} (it holds an earlier run's "
+                    "weights): a run stopped by Ctrl-C or SIGTERM saves only its best"), said
+    fresh = summary(log, trained, tmp_path / "new-last").splitlines()[-1]
+    assert fresh == (f"the last weights were not saved to {tmp_path / 'new-last'}: a run stopped "
+                     "by Ctrl-C or SIGTERM saves only its best"), fresh
+    assert "last weights" not in summary(log, trained)  # no --last-out: nothing said
+
+
 def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_path, shared_data, tiny):
     """`--out X --init-from X` wrote a fresh log: the history the old one held (its
     `earlier_runs`, notes, the run itself) was gone, even when the start weights were kept."""
