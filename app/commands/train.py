@@ -847,6 +847,10 @@ _RUN_SUMMARY = ("command", "init_from", "init_lora_from", "steps_done", "weights
                 "environment", "config", "method_config", "teacher", "tasks", "mix")
 
 
+# How a continuation records a run behind its weights whose log never got its end.
+KILLED_RUN = "killed (its log was last written at a save while it ran)"
+
+
 def _prior_runs(path: Path) -> dict[str, Any]:
     """The steps behind ``path``'s weights and the runs that made them, for the new log.
 
@@ -865,6 +869,10 @@ def _prior_runs(path: Path) -> dict[str, Any]:
         return {"init_weights_steps": 0}
     earlier = [r for r in prior.get("earlier_runs") or [] if isinstance(r, dict)]
     summary = {k: prior[k] for k in _RUN_SUMMARY if k in prior}
+    if summary.get("stopped") == "running":
+        # Its log last written at a save while it ran, never at its end (kill -9, a power
+        # cut): "running" was carried into the history for good.
+        summary["stopped"] = KILLED_RUN
     return {"init_weights_steps": weights_steps(prior),
             "earlier_runs": [*earlier, summary] if summary else earlier}
 

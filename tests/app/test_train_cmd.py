@@ -305,6 +305,18 @@ def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_
     assert after["method_config"]["temperature"] == log["method_config"]["temperature"]
 
 
+def test_a_killed_run_behind_the_weights_is_not_recorded_as_running(tmp_path):
+    """kill -9 leaves the log of the run's last save, "stopped": "running"; a continuation
+    carried "running" into its history for good."""
+    from app.commands.train import KILLED_RUN, _prior_runs
+
+    (tmp_path / "train_log.json").write_text(json.dumps(
+        {"command": "facet train causal-eos --out k5", "steps_done": 4, "weights_steps": 4,
+         "stopped": "running", "earlier_runs": [{"stopped": "time budget"}]}))
+    runs = _prior_runs(tmp_path)["earlier_runs"]
+    assert [r["stopped"] for r in runs] == ["time budget", KILLED_RUN]
+
+
 def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_path, shared_data, tiny):
     """--max-length defaulted to 128, which every --init-from continuation wrote into the checkpoint
     (at its step-0 save, even with no step trained): a continuation in place reset a served budget of
