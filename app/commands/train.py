@@ -433,15 +433,22 @@ def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str
     from embedders.base import CONFIG_FILE
 
     lines = []
+    # The time of a step alone: the run's seconds hold its dev scoring too (the progress bar's
+    # s/step, 23, beside the summary's 8.7 read as a contradiction).
+    done = (f"trained {log['method']}: {plural(log['steps_done'], 'step')} in {log['seconds']}s "
+            f"({log['seconds_per_step']} s/step{' trained, dev scoring besides' if log.get('dev_curve') else ''}, "
+            f"{log['stopped']})")
     if losses:  # no step, no loss: the mean of none read as a loss of 0.0000
-        head = sum(losses[:10]) / len(losses[:10])
-        tail = sum(losses[-10:]) / len(losses[-10:])
-        lines.append(f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
-                     f"({log['seconds_per_step']} s/step, {log['stopped']}); mean loss first 10 steps "
-                     f"{head:.4f} -> last 10 {tail:.4f}")
+        if len(losses) >= 20:
+            head = sum(losses[:10]) / 10
+            tail = sum(losses[-10:]) / 10
+            trend = f"mean loss first 10 steps {head:.4f} -> last 10 {tail:.4f}"
+        else:  # ("first 10 steps 3.1047 -> last 10 3.1047" of a run of 4)
+            trend = (f"loss {losses[0]:.4f} at the first step -> {losses[-1]:.4f} at the last"
+                     if len(losses) > 1 else f"loss {losses[0]:.4f}")
+        lines.append(f"{done}; {trend}")
     elif log["history"]:
-        lines.append(f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
-                     f"({log['seconds_per_step']} s/step, {log['stopped']})")
+        lines.append(done)
     best = log.get("best")
     if best:
         start = log["dev_curve"][0]
@@ -456,7 +463,8 @@ def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str
     elif not (out / CONFIG_FILE).is_file() or (scored and not best):
         lines.append(f"nothing saved to {out}: the run stopped before its first checkpoint")
     elif best:
-        lines.append(f"saved the step-{best['step']} weights ({log['weights_steps']} steps in all) to {out}")
+        lines.append(f"saved the step-{best['step']} weights ({plural(log['weights_steps'], 'step')} "
+                     f"in all) to {out}")
     else:
         lines.append(f"saved to {out}")
     if last_out is not None and log["stopped"] != "interrupted" and (last_out / CONFIG_FILE).is_file():

@@ -305,6 +305,25 @@ def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_
     assert after["method_config"]["temperature"] == log["method_config"]["temperature"]
 
 
+def test_a_short_runs_summary_says_what_it_has(tmp_path, trained):
+    """Of a run of 4 steps: "mean loss first 10 steps 3.1047 -> last 10 3.1047"; "(1 steps in
+    all)"; and its s/step (the steps alone) beside seconds that hold the dev scoring too read as
+    the progress bar's contradiction."""
+    from app.commands.train import summary
+
+    log = json.loads((trained / "train_log.json").read_text())
+    history = [{"step": i + 1, "loss": 3.0 - i / 10} for i in range(4)]
+    said = summary({**log, "history": history, "steps_done": 4, "seconds": 93.0,
+                    "seconds_per_step": 8.723, "stopped": "time budget", "weights_steps": 1,
+                    "best": {**log["dev_curve"][0], "step": 1}}, trained).splitlines()
+    assert said[0] == ("trained causal-eos: 4 steps in 93.0s (8.723 s/step trained, dev scoring "
+                       "besides, time budget); loss 3.0000 at the first step -> 2.7000 at the last"), said
+    assert said[-1] == f"saved the step-1 weights (1 step in all) to {trained}", said
+    many = summary({**log, "history": [{"step": i, "loss": 1.0} for i in range(20)], "steps_done": 20},
+                   trained).splitlines()[0]
+    assert many.endswith("mean loss first 10 steps 1.0000 -> last 10 1.0000"), many
+
+
 def test_a_killed_run_behind_the_weights_is_not_recorded_as_running(tmp_path):
     """kill -9 leaves the log of the run's last save, "stopped": "running"; a continuation
     carried "running" into its history for good."""
