@@ -673,7 +673,7 @@ def _remove_documents(collection: str, keys: list[str], yes: bool, *, missing_ok
         split = f" in {len(parts)} parts" if len(parts) > 1 else ""
         if not yes and not _confirm(f"remove {plural(len(resolved), 'document')} from "
                                     f"{collection!r}{split} ({shown})?"):
-            raise typer.Abort()
+            raise typer.Exit(1)  # (``confirm`` said what was not done)
         before = _newest_job_id(facet, collection)
         if not file_driven and len(parts) < 2:
             rerun = None  # (the job's own hint names its keys)
@@ -1312,7 +1312,7 @@ def register(cli: typer.Typer) -> None:
                     f"{points} that no collection of this database owns" if orphan
                     else f"{plural(info.documents, 'document')}, {points}")
             if not yes and not _confirm(f"delete {collection!r} ({what})?"):
-                raise typer.Abort()
+                raise typer.Exit(1)  # (``confirm`` said what was not done)
             forced = facet.catalog.deleting_owned(collection) if force else nullcontext()
             with _quiet_log("app.services.collections"), forced:  # the line below says it
                 facet.delete_collection(collection)

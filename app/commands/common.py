@@ -220,6 +220,8 @@ def confirm(question: str, nothing_done: str) -> bool:
     '\\xef\\xbb\\xbfy'``, Windows' echo) was "invalid input", said as ``Error:`` unlike every
     other error line.
 
+    A "no" (or an empty answer) says what was not done and returns False: the caller exits 1.
+
     Raises:
         typer.Abort: Ctrl-C before an answer.
         typer.Exit: stdin ended (or is closed) before an answer (an error line, exit 2).
@@ -247,6 +249,9 @@ def confirm(question: str, nothing_done: str) -> bool:
         if answer in ("y", "yes"):
             return True
         if answer in ("", "n", "no"):
+            # What was not done, on its own line (a bare "Aborted." said neither; the caller
+            # exits 1).
+            typer.echo(f"{nothing_done.split(';', 1)[0]} (the answer was no)", err=True)
             return False
         typer.echo(f"error: invalid input {printable(answer[:40])!r}: answer y (yes) or n (no)",
                    err=True)

@@ -84,7 +84,7 @@ def register(cli: typer.Typer) -> None:
                         f"{plural(plan.jobs, 'index job')} ({plural(plan.total_rows, 'row')} in all) "
                         f"from {plan.source} to {plan.target}, and rename facet.db aside?")
             if not _confirm(question):
-                raise typer.Abort()
+                raise typer.Exit(1)  # (``confirm`` said what was not done)
         from app.services.metadata_move import MoveInterrupted
 
         bar = _Bar()

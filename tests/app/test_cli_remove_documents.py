@@ -56,6 +56,7 @@ def test_delete_document_asks_first_and_a_no_removes_nothing(tmp_path) -> None:
 
     assert done.returncode == 1
     assert f"remove 1 document from 'ten' ({letter})? [y/N]" in done.stderr
+    assert done.stderr.endswith("nothing was deleted (the answer was no)\n"), done.stderr
     assert str(letter) in _search(env, "private letter mortgage")
 
 

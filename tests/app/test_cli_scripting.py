@@ -357,7 +357,8 @@ def test_a_piped_answer_ends_the_question_line(tmp_path) -> None:
     data = tiny_data_folder(tmp_path)
     rc, err = _ask_delete(data, subprocess.PIPE, "n\n")
     assert rc == 1, err
-    assert err.endswith("? [y/N]: \nAborted.\n"), repr(err)
+    # What was not done (a bare "Aborted." said neither that nor why).
+    assert err.endswith("? [y/N]: \nnothing was deleted (the answer was no)\n"), repr(err)
     rc, err = _ask_delete(data, subprocess.PIPE, "maybe\n")  # one line break, not two
     assert "? [y/N]: \nerror: invalid input 'maybe'" in err, repr(err)
     rc, err = _ask_delete(data, subprocess.PIPE, "y\n")

@@ -575,7 +575,8 @@ def test_a_no_or_a_refusal_writes_nothing_to_the_target(tmp_path, postgres) -> N
     target = _database(postgres, "asked")
     said_no = invoke_cli("move-metadata", "--to", target, env={"FACET_DATA_DIR": str(data)},
                          input="n\n")
-    assert said_no.returncode != 0 and (data / "facet.db").exists()
+    assert said_no.returncode == 1 and (data / "facet.db").exists()
+    assert said_no.stderr.endswith("nothing was moved (the answer was no)\n"), said_no.stderr
     assert _tables(target) == set()
     engine = md.make_engine(source)
     with md.Session(engine) as session:
