@@ -171,6 +171,11 @@ def register(cli: typer.Typer) -> None:
             device = device.strip().lower()
             if device_refused(device):
                 raise InvalidRequestError(f"--device {device!r}: {DEVICE_CHOICES}", param="device")
+            from embedders.backbone import pick_device
+
+            # One torch has no support for (`mps` on Linux) with the other options, before the
+            # datasets are looked for (it was "datasets not found", exit 3, first).
+            pick_device(device, "float32")
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
         if dev_samples < 1:

@@ -99,6 +99,11 @@ def test_a_device_torch_cannot_use_is_said_in_words(tmp_path) -> None:
 
     result = invoke_cli("train", "causal-eos", "--out", str(tmp_path / "x"), "--device", "bogus")
     assert result.returncode == 2 and "--device 'bogus': use cpu, cuda, cuda:N" in result.stderr, result.stderr
+    # One torch has no support for: said before the datasets are looked for (with none found
+    # it was "datasets not found", exit 3).
+    result = invoke_cli("train", "causal-eos", "--out", str(tmp_path / "x"), "--device", "mps",
+                        "--data-dir", str(tmp_path / "no-data"))
+    assert result.returncode == 7 and "device 'mps' was requested but" in result.stderr, result.stderr
     for device, said in (("bogus", "unknown device 'bogus'"), ("cuda:x", "unknown device 'cuda:x'"),
                          ("mps", "device 'mps' was requested but"),
                          *([] if torch.cuda.is_available() else
