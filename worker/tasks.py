@@ -53,6 +53,9 @@ from worker.app import celery_app, chunk_service, worker_facet
 logger = logging.getLogger(__name__)
 
 MAX_TRANSIENT_RETRIES = 8
+# Tries more, 30-60 s apart (~15-30 minutes), of a chunk whose failure cannot be recorded either
+# (the database still out of reach after those 8).
+UNRECORDED_RETRIES = 30
 
 # A chunk task of another database's job (see the module docstring) is sent back this many
 # times, this many seconds later each, before it is dropped (the sweeper of the server's
@@ -134,6 +137,13 @@ def _retry(task: Any, what: str, countdown: float, tries: dict[str, int]) -> Rej
                    masked_url(str(celery_app.conf.broker_url or "")), _publish_window(visibility),
                    reason, visibility)
     raise _BackToBroker(f"{what}: the broker is down ({reason})") from None
+
+
+def _one_line(error: BaseException) -> str:
+    """A database driver's own words for ``error`` (SQLAlchemy's text adds the statement, its
+    parameters and a link, three lines a warning), else the error as it reads."""
+    orig = getattr(error, "orig", None)
+    return " ".join(str(orig if orig is not None else error).split())
 
 
 def _backoff(retries: int) -> float:
@@ -277,8 +287,9 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
             if not is_transient(unreleased):
                 raise
         # The domain's one line ("the metadata database stayed locked..."), not SQLAlchemy's
-        # error with its statement and every parameter.
-        said = as_domain_error(e) or e
+        # error with its statement and every parameter (the driver's own words where there is
+        # no domain line: "attempt to write a readonly database").
+        said = as_domain_error(e) or _one_line(e)
         countdown = _backoff(transient)
         if transient >= MAX_TRANSIENT_RETRIES:
             try:
@@ -290,13 +301,21 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
                 # The database still out of reach (an outage longer than the retries, ~2
                 # minutes): the failure cannot be written either, and its error escaped as a
                 # 260-line traceback, the task dropped and re-sent minutes later by the
-                # sweeper, which blamed a killed worker. Tried again at the longest delay
-                # until the database is back.
+                # sweeper, which blamed a killed worker. Tried again at the longest delay, for
+                # a bounded time: an error that lasts (a database this worker may not write,
+                # a schema it does not know) reads as transient too, and looped for good.
+                if transient >= MAX_TRANSIENT_RETRIES + UNRECORDED_RETRIES:
+                    logger.error("chunk %d of job %d: %s; still failing after %d retries, and its "
+                                 "failure cannot be recorded either: left to the sweeper, which "
+                                 "sends it again once the job is stalled", number, job_id, said,
+                                 transient)
+                    return asdict(ChunkOutcome(int(job_id), int(number), "gone",
+                                               message=f"its failure could not be recorded: {said}"))
                 logger.warning("chunk %d of job %d: %s; still failing after %d retries, and its "
                                "failure cannot be recorded either: retry in %.1fs", number,
-                               job_id, said, MAX_TRANSIENT_RETRIES, countdown)
+                               job_id, said, transient, countdown)
                 raise _retry(self, f"chunk {number} of job {job_id}", countdown,
-                             {"transient": transient, "gone": gone}) from e
+                             {"transient": transient + 1, "gone": gone}) from e
             raise
         logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
         raise _retry(self, f"chunk {number} of job {job_id}", countdown,

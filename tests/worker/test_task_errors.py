@@ -182,8 +182,25 @@ def test_a_chunk_whose_failure_cannot_be_recorded_is_tried_again_not_dropped(mon
     monkeypatch.setattr(tasks, "chunk_service", Service)
     with caplog.at_level(logging.WARNING, logger="worker.tasks"), pytest.raises(Retry):
         tasks.index_chunk.run(4, 2, transient=tasks.MAX_TRANSIENT_RETRIES, gone=1)
-    assert [tries for _, tries in sent] == [{"transient": tasks.MAX_TRANSIENT_RETRIES, "gone": 1}]
+    assert [tries for _, tries in sent] == [{"transient": tasks.MAX_TRANSIENT_RETRIES + 1, "gone": 1}]
     assert sent[0][0] >= 30  # the longest delay (jittered)
     [record] = caplog.records
     assert "failure cannot be recorded either: retry in" in record.getMessage(), record.getMessage()
+    # For a bounded time: an error that lasts reads as transient too (SQLite's "attempt to write
+    # a readonly database"), and it looped for good, three lines a try (the SQL statement).
+    lasting = OperationalError("UPDATE job_chunks SET state=?", ("x",) * 20,
+                               sqlite3.OperationalError("attempt to write a readonly database"))
+    Service.run_chunk = Service.release_claim = Service.fail_chunk = (  # type: ignore[method-assign]
+        lambda *_args: (_ for _ in ()).throw(lasting))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="worker.tasks"):
+        last = tasks.MAX_TRANSIENT_RETRIES + tasks.UNRECORDED_RETRIES
+        with pytest.raises(Retry):
+            tasks.index_chunk.run(4, 2, transient=last - 1)
+        outcome = tasks.index_chunk.run(4, 2, transient=last)
+    assert outcome["outcome"] == "gone" and "readonly database" in outcome["message"], outcome
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all("\n" not in m and "UPDATE" not in m for m in said), said
+    assert said[0].startswith("chunk 2 of job 4: attempt to write a readonly database; still failing")
+    assert said[1].endswith("left to the sweeper, which sends it again once the job is stalled"), said
 
