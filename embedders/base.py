@@ -866,16 +866,35 @@ _SPACES = " \t\n\r\x0b\x0c\u3000\xa0"
 _WORDPIECE_WORD_LIMIT = 100
 
 
+def _word_boundary(char: str) -> bool:
+    """Whether a word ends at ``char`` as BERT's basic tokenizer splits words: a space, a
+    punctuation mark or ASCII symbol, or a CJK character (each its own word)."""
+    if char in _SPACES or char.isspace():
+        return True
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    if unicodedata.category(char).startswith("P"):
+        return True
+    return (0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2A6DF
+            or 0x2A700 <= code <= 0x2CEAF or 0xF900 <= code <= 0xFAFF or 0x2F800 <= code <= 0x2FA1F)
+
+
 def _to_word_end(text: str, n: int) -> str:
-    """``text[:n]`` less the word it ends inside, where a space before it within the slice says
-    where that word began and the part inside is no longer than a WordPiece word (a shorter part
-    reads as word pieces, not the whole word's [UNK]). Else ``text[:n]``: a slice ending far
-    into a long run without spaces (CJK prose, a hex dump) was cut back to the run's start, and
-    a text of a title then a million CJK characters was read as its title alone."""
-    if n >= len(text) or text[n] in _SPACES:
+    """``text[:n]`` less the part of the word it ends inside, where that part is no longer
+    than a WordPiece word (read alone it would be word pieces, not the whole word's [UNK], and
+    a text that fits was cut there). Else ``text[:n]``: that word is over the limit, one [UNK]
+    either way (a slice ending far into a run without spaces, CJK prose or a hex dump, was cut
+    back to the run's start: a title then a million CJK characters read as its title alone).
+    Words end where BERT's tokenizer ends them (``_word_boundary``), not only at spaces: the
+    tail of a run after a CJK character or a comma is a word of its own."""
+    if n >= len(text) or _word_boundary(text[n]) or _word_boundary(text[n - 1]):
         return text[:n]
-    start = max(text.rfind(space, 0, n) for space in _SPACES)
-    return text[:start] if start > 0 and n - start <= _WORDPIECE_WORD_LIMIT else text[:n]
+    # The nearest boundary within a WordPiece word's length before the cut.
+    for i in range(n - 2, max(n - _WORDPIECE_WORD_LIMIT - 2, -1), -1):
+        if _word_boundary(text[i]):
+            return text[:i + 1]
+    return text[:n]
 
 
 def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:

@@ -240,3 +240,18 @@ def test_a_long_run_without_spaces_after_a_title_is_read(minilm):
     assert out.truncated == 1 and len(out.sequences[0]) == minilm.max_length
     start, end = out.text_spans[0]
     assert "文 本" in minilm.tokenizer.decode(out.sequences[0][start:end])
+
+
+@pytest.mark.parametrize("tail", [30, 99, 120])
+def test_a_slice_ending_in_a_word_after_a_cjk_character_reads_as_the_whole_text_does(minilm, tail):
+    """Words end where BERT's tokenizer ends them, not only at spaces: a slice ending 30
+    characters into the 150-letter word after a CJK character read that part as word pieces
+    ("##aaaa"), where the whole text reads the word as one [UNK]."""
+    tok = minilm._tokenize
+    n = (minilm.max_length - 2) * tok.chars_per_token
+    head = "title " + "word " * 240
+    text = head + "h" * (n - len(head) - 1 - tail) + "中" + "a" * 150 + " more words here" * 40
+    out = tok([text], Role.DOCUMENT, None)
+    start, end = out.text_spans[0]
+    whole = tok.tokenizer(text, add_special_tokens=False)["input_ids"][: end - start]
+    assert list(out.sequences[0][start:end]) == list(whole)
