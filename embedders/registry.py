@@ -234,10 +234,22 @@ def checkpoint_dir_note() -> str | None:
             return (f"the checkpoints folder {root} is itself one checkpoint, so no trained "
                     f"checkpoint has a name: set FACET_CHECKPOINT_DIR to the folder holding it "
                     f"({root.parent}), or load it by its path")
+        # Some there but none registered (a name taken, a damaged config): each was warned of
+        # with why, and "holds no checkpoint folder" was false.
+        if any(_holds_config(path) for path in root.iterdir()):
+            return None
     except (OSError, CheckpointError):
         return None  # not looked into: register_checkpoints warned
     return (f"the checkpoints folder {root} holds no checkpoint folder (one with {CONFIG_FILE}), "
             f"so no trained checkpoint has a name: {set_it}")
+
+
+def _holds_config(path: Path) -> bool:
+    """Whether ``path`` looks like a checkpoint folder (its config is there), whatever it holds."""
+    try:
+        return (path / CONFIG_FILE).exists()
+    except OSError:
+        return True  # (not looked into: warned of as such)
 
 
 def register_checkpoints() -> list[str]:

@@ -87,6 +87,20 @@ def test_a_checkpoints_folder_of_none_or_of_one_checkpoint_says_so(tmp_path):
         assert listed.stderr.startswith("note: the checkpoints folder "), listed.stderr
     listed = embedders(None)
     assert "causal2vec" in listed.stdout and "note:" not in listed.stderr, listed.stderr
+    # Checkpoints there but skipped (a name taken, a damaged config): each is warned of, and
+    # "holds no checkpoint folder" is not said.
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "skipped" / "minilm").symlink_to(one)
+    (tmp_path / "skipped" / "bad").mkdir()
+    (tmp_path / "skipped" / "bad" / "facet_config.json").write_text("not json")
+    set_checkpoint_dir(tmp_path / "skipped")
+    try:
+        assert checkpoint_dir_note() is None
+    finally:
+        set_checkpoint_dir(None)
+    listed = embedders(tmp_path / "skipped")
+    assert "not registered: the name 'minilm' is taken" in listed.stderr, listed.stderr
+    assert "note:" not in listed.stderr, listed.stderr
 
 
 @pytest.mark.parametrize("bad", ["", "   ", None])
