@@ -220,6 +220,7 @@ def checkpoint_dir_note() -> str | None:
     """Why no trained checkpoint has a name, or None when one has: the checkpoint folder is
     not there, holds no checkpoint, or is itself one checkpoint (FACET_CHECKPOINT_DIR set to a
     checkpoint rather than to the folder holding it registered nothing, with no word)."""
+    _ensure_builtins()  # (asked first, before any name was looked up: nothing registered yet)
     if any(info.path is not None for info in _EMBEDDERS.values()):
         return None
     root = checkpoint_dir()
