@@ -316,10 +316,19 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
         with _WEAK_LOCK:  # (a batch's searches run in threads: one of them says it)
             new = {part for part in parts if part.startswith(WEAK_INSTRUCTION_NOTE) and part not in _WEAK_SAID}
             _WEAK_SAID.update(new)
-        expected = not unread and all(part.startswith(DENSE_ONLY_NOTE) or (
-            part.startswith(WEAK_INSTRUCTION_NOTE) and part not in new) for part in parts)
-        logger.log(logging.INFO if expected else logging.WARNING,
-                   "FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(said))
+        repeated = [part for part in parts if part.startswith(WEAK_INSTRUCTION_NOTE) and part not in new]
+        expected = not unread and all(part.startswith(DENSE_ONLY_NOTE) or part in repeated
+                                      for part in parts)
+        if expected:
+            logger.info("FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(said))
+        else:
+            # The warning without a weak-instruction note said before: beside another note (a
+            # misspelt filter key) it was a warning on every call (docs/api.md: once, then INFO).
+            warned = [part for part in parts if part and part not in repeated] + said[1 if note else 0:]
+            logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(warned))
+            if repeated:
+                logger.info("FacetRetriever search of %r for %r: %s", collection, query[:80],
+                            "; ".join(repeated))
     return docs
 
 

@@ -94,3 +94,13 @@ def test_a_weak_instruction_is_warned_of_once_then_logged_at_info(serving, tmp_p
         said = [r for r in caplog.records if "barely steers" in r.getMessage()]
     assert all(docs[0].metadata["note"].startswith("the instruction barely steers: minilm") for docs in batches)
     assert sorted(r.levelno for r in said) == [logging.INFO, logging.INFO, logging.WARNING], said
+    # Beside a note that is a warning (a misspelt filter key), the line said before is not
+    # warned of again: the warning names the key, the weak note goes at INFO.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="app.integrations.langchain"):
+        docs = retriever.invoke("card declined", filter={"tpye": "x"})
+    assert docs == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(warnings) == 1 and "tpye" in warnings[0] and "barely steers" not in warnings[0], warnings
+    assert len(infos) == 1 and "barely steers" in infos[0], infos
