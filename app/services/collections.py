@@ -396,12 +396,25 @@ def named_default(default: str, embedders: Sequence[tuple[str, str]]) -> str | N
         default: the setting.
         embedders: the collection's (vector name, recorded spec), in the order added.
 
+    Read last as the registry reads it (``embedders.registry.saved_name``): the name the
+    default loads as, a checkpoint's path or a spec whose options the collection did not record
+    (``/repo/checkpoints/causal-eos`` for ``causal-eos``; ``minilm[instruction_weight=1]`` for
+    ``minilm``). `-e` with the same value searched that vector, and the default the first one.
+
     Returns:
         The vector's name, or None where the default names none of them.
     """
+    matched = default_match(default, embedders)
+    return matched[0] if matched is not None else None
+
+
+def default_match(default: str, embedders: Sequence[tuple[str, str]]) -> tuple[str, bool] | None:
+    """``named_default``'s vector, and whether the default names it only by the name it loads
+    as (not as the vector's name or its recorded spec): a search then encodes its query with
+    the default itself, options included, as `-e DEFAULT` does."""
     for name, spec in embedders:
         if default in (name, spec):
-            return name
+            return name, False
     base = default.split("[", 1)[0]
     if base and ("/" in base or "\\" in base or base.startswith("~")):
         try:
@@ -410,7 +423,16 @@ def named_default(default: str, embedders: Sequence[tuple[str, str]]) -> str | N
             return None
         for name, spec in embedders:
             if spec == absolute:
-                return name
+                return name, False
+    from embedders.registry import saved_name
+
+    try:
+        loads_as = saved_name(default)
+    except Exception:  # (unknown, damaged: whatever loads it says so)
+        return None
+    for name, _spec in embedders:
+        if loads_as == name:
+            return name, True
     return None
 
 

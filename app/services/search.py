@@ -49,6 +49,7 @@ from app.errors import (
 from app.services import leases
 from app.services.collections import (
     being_deleted,
+    default_match,
     default_vector,
     effective_state,
     is_text,
@@ -1710,8 +1711,16 @@ class SearchService:
         the UI and the API do). Naming another spec: that, options included
         (``minilm[instruction_weight=0.25]`` overrides the recorded weight), so long as its
         vectors compare with the stored ones (_check_comparable)."""
-        if request.embedder is None or request.embedder == vector_name:
-            return self._source(request.collection, vector_name)
+        source = self._source(request.collection, vector_name)
+        if request.embedder is None:
+            # A default that names this vector only by the name it loads as (a checkpoint's
+            # path, a spec with options the collection did not record): read as `-e DEFAULT`
+            # reads it, options and all, and compared with the stored vectors; its options were
+            # dropped without a word.
+            matched = default_match(self.ctx.settings.default_embedder, [(vector_name, source)])
+            return self.ctx.settings.default_embedder if matched is not None and matched[1] else source
+        if request.embedder == vector_name:
+            return source
         return request.embedder
 
     @staticmethod

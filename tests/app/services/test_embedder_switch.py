@@ -59,6 +59,39 @@ def test_a_default_embedder_given_as_a_checkpoint_path_is_what_searches_and_list
     assert info.embedders_label() == f"minilm (384-d), minilm-notes (384-d, default, from {notes_embedder})"
 
 
+def test_a_default_naming_a_vector_by_the_name_it_loads_as_is_read_as_dash_e_reads_it(
+        make_ctx, tmp_path, notes_embedder):
+    """FACET_DEFAULT_EMBEDDER naming a collection's embedder another way than the collection
+    recorded (a copy of its checkpoint: the same name; a spec with options) was compared as a
+    string: searches and listings went to the first embedder, and an index run naming none
+    added the other. `-e` with the same value reached that vector."""
+    import shutil
+
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    first = make_ctx()
+    service = IndexService(first)
+    service.index(src, "c", IndexOptions(embedder=notes_embedder))  # minilm-notes first
+    service.index(src, "c", IndexOptions(embedder="minilm"))  # then minilm
+    first.close()
+    copy = str(shutil.copytree(notes_embedder, tmp_path / "notes-copy"))
+    ctx = make_ctx(default_embedder=copy)
+    hits = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense"))
+    assert (hits.embedder, hits.embedder_spec) == ("minilm-notes", copy)
+    assert CollectionService(ctx).get("c").default_embedder == "minilm-notes"
+    ctx.close()
+    # A spec with options the collection did not record: that vector, read at those options.
+    ctx = make_ctx(default_embedder="minilm[instruction_weight=1]")
+    hits = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense",
+                                                   instruction="Find the intent"))
+    assert (hits.embedder, hits.embedder_spec) == ("minilm", "minilm[instruction_weight=1]")
+    assert hits.note is None  # (read in full: no "barely steers")
+    assert CollectionService(ctx).get("c").default_embedder == "minilm"
+    rerun = IndexService(ctx).index(src, "c")
+    assert rerun.docs_indexed == 0 and sorted(CollectionService(ctx).get("c").embedders) == [
+        "minilm", "minilm-notes"]
+
+
 def test_a_half_filled_default_does_not_take_over_searches_and_a_plain_rerun_says_so(
         make_ctx, tmp_path, notes_embedder):
     """An embedder added part-way (its job stopped, or given one file of the source) took over
