@@ -406,7 +406,10 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     facet: Any = Field(default=None, exclude=True, repr=False)
     base_url: Annotated[str, _Text] | None = None
     api_key: str | None = Field(default=None, exclude=True, repr=False)
-    timeout: Annotated[float, _Number] | None = Field(default=60.0, gt=0)
+    # Above the server's FACET_WORKER_TIMEOUT_S (60 s by default): with no worker taking its
+    # queries, the server's own 503 ("no worker answered on the 'query' queue ... start one")
+    # came 0.2 s after a retriever of 60 s had given up, saying only that it may be busy.
+    timeout: Annotated[float, _Number] | None = Field(default=90.0, gt=0)
 
     def __repr_args__(self) -> Any:
         # A password in base_url (a proxy's) was shown by repr, as the key is not.

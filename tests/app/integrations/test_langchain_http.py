@@ -335,3 +335,13 @@ def test_rag_example_with_k_0_says_so_in_one_line(tmp_path) -> None:
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert len(lines) == 1 and "k=0" in lines[0] and "Traceback" not in lines[0], lines
     assert took < 30
+
+
+def test_the_default_timeout_outlasts_the_servers_worker_timeout() -> None:
+    """With no worker taking a server's queries, its 503 ("no worker answered on the 'query'
+    queue ... start one") comes after FACET_WORKER_TIMEOUT_S (60 s): a retriever that gave up
+    at 60 s said only that the server may be busy (the query-path exploration)."""
+    from app.settings import FacetSettings
+
+    assert FacetRetriever(collection="c", base_url="http://127.0.0.1:1").timeout > \
+        FacetSettings().worker_timeout_s + 15
