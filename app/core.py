@@ -1406,12 +1406,16 @@ class Facet:
             "database": self._database_ready,
             "store": functools.partial(self.context.store.check_ready, timeout_s=timeout_s)}
         if self.settings.broker_url:
-            from app.remote import check_broker
+            from app.remote import ENCODING_WAY_OUT, check_broker
 
             # The broker's own wait, shortened to the probe's (the default is 3 s).
             quick = self.settings.model_copy(update={
                 "broker_timeout_s": min(timeout_s, self.settings.broker_timeout_s)})
-            checks["broker"] = functools.partial(check_broker, quick)
+            # Where queries are encoded on the workers, unsetting the broker alone ("unset it to
+            # run jobs in this process") left every search failing: both ways out are said.
+            way_out = (f"{ENCODING_WAY_OUT}, and unset FACET_BROKER_URL to run index jobs here too"
+                       if self.settings.encode_on_workers else None)
+            checks["broker"] = functools.partial(check_broker, quick, way_out=way_out)
         results = {name: f"no answer within {timeout_s:g} s" for name in checks}
 
         def run(name: str, check: Callable[[], None]) -> None:

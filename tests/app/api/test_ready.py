@@ -102,6 +102,19 @@ def test_ready_names_a_broker_out_of_reach_as_a_job_submission_does(broker_down,
     assert job.status_code == 503 and job.json()["error"]["message"].startswith(said), job.text
 
 
+def test_ready_names_both_ways_out_where_queries_go_to_the_workers(tmp_path) -> None:
+    """With FACET_ENCODE_ON_WORKERS=true it said "unset it to run jobs in this process": unset,
+    every search failed. The query side's way out is said too."""
+    pytest.importorskip("redis", reason="install the worker extra")
+    port = _closed_port()
+    settings = FacetSettings(data_dir=tmp_path / "data", broker_url=f"redis://127.0.0.1:{port}/0",
+                             encode_on_workers=True)
+    for _facet, client in _served(settings):
+        said = client.get("/ready").json()["checks"]["broker"]
+        assert said.endswith("set FACET_ENCODE_ON_WORKERS=false to encode in this process, and unset "
+                             "FACET_BROKER_URL to run index jobs here too"), said
+
+
 def test_ready_with_the_broker_up(tmp_path) -> None:
     pytest.importorskip("redis", reason="install the worker extra")
     from tests.worker.conftest import RedisServer
