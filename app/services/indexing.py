@@ -2336,8 +2336,9 @@ class IndexService:
                        f"-e {shell_word(other.spec)}")
             message = (f"embedder {other.name!r} of collection {coll.name!r} still has no vectors "
                        f"for {lacking:,} of the {indexed:,} documents (a job adding it stopped "
-                       f"part-way?), so searches with it cannot find them: `{command}` (with each "
-                       "of their sources) fills them in")
+                       f"part-way or read other sources, or a run could not load it), so "
+                       f"searches with it cannot find them: `{command}` (with each of their "
+                       "sources) fills them in")
             key = companion_key(other.name)
             report.warnings.append((key, message))
             job.errors.append(md.JobError(document_key=key, kind="warning", message=message))

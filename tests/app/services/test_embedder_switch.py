@@ -134,7 +134,8 @@ def test_a_half_filled_default_does_not_take_over_searches_and_a_plain_rerun_say
     assert (again.state, again.docs_skipped) == ("completed", 4)
     assert [m for _, m in again.warnings] == [
         f"embedder 'minilm-notes' of collection 'd' still has no vectors for 3 of the 4 documents "
-        f"(a job adding it stopped part-way?), so searches with it cannot find them: `facet index "
+        f"(a job adding it stopped part-way or read other sources, or a run could not load it), "
+        "so searches with it cannot find them: `facet index "
         f"{other} -c d -e {notes_embedder}` (with each of their sources) fills them in"]
 
 
