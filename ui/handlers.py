@@ -51,7 +51,7 @@ from app.services.clustering import (
     labels_v_measure,
     limit_option,
 )
-from app.services.collections import JOB_GONE, CollectionInfo, JobInfo
+from app.services.collections import JOB_GONE, CollectionInfo, JobInfo, default_match
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served_note
 from app.settings import FacetSettings
@@ -282,6 +282,10 @@ class UiHandlers:
         # and the work stops at its next step (``cluster``).
         self._cluster_stops: dict[str, set[threading.Event]] = {}
         self._stops_lock = threading.Lock()
+        # The picker's choice, by collection, of a vector the default embedder names only by
+        # the name it loads as (``default_match``): picked, the search names no embedder, so
+        # that it reads the default as the CLI and the API do (its options and all).
+        self._by_default: dict[str, str] = {}
         self._stopped_pages: set[str] = set()  # pressed Stop since their last clustering began
         # Each job's collection, as last seen: a job whose collection was deleted is gone from
         # the catalog, and its bar still names where it went (``job_status``).
@@ -441,6 +445,11 @@ class UiHandlers:
         # setting read as indexing reads it, a checkpoint's path or a spec with options too).
         value = (choices[names.index(default)] if default in names else
                  (choices[0] if choices else None))
+        matched = default_match(self.settings.default_embedder, [(n, sources.get(n, n)) for n in names])
+        if matched is not None and matched[1] and matched[0] == default and value is not None:
+            self._by_default[collection] = value
+        else:
+            self._by_default.pop(collection, None)
         return (gr.update(choices=choices, value=value),
                 gr.update(choices=self.examples_for(collection), value=None))
 
@@ -549,12 +558,14 @@ class UiHandlers:
                  embedder: str | None, top_k: int, filters: str | None,
                  reranker: str | None = None, mode: str = "dense",
                  group_by_document: bool = False) -> SearchRequest:
+        picked = self._model(embedder, "embedder", collection=collection)
+        if picked is not None and collection and self._by_default.get(collection) == picked:
+            picked = None  # (the default's own reading: ``_by_default``)
         return SearchRequest(
             query=query, collection=self._collection(collection), instruction=instruction,
             top_k=top_k, filters=inputs.parse_filter_text(filters),
             rerank=self._model(reranker, "reranker", self.rerankers()),
-            embedder=self._model(embedder, "embedder", collection=collection), mode=mode,
-            group_by_document=group_by_document)
+            embedder=picked, mode=mode, group_by_document=group_by_document)
 
     @ui_errors
     def search(self, query: str | None, instruction: str | None, collection: str | None,

@@ -396,8 +396,8 @@ def named_default(default: str, embedders: Sequence[tuple[str, str]]) -> str | N
         default: the setting.
         embedders: the collection's (vector name, recorded spec), in the order added.
 
-    Read last as the registry reads it (``embedders.registry.saved_name``): the name the
-    default loads as, a checkpoint's path or a spec whose options the collection did not record
+    Read last by the name the default loads as (as ``embedders.registry.saved_name`` reads it,
+    without loading the registry): a checkpoint's path or a spec whose options the collection did not record
     (``/repo/checkpoints/causal-eos`` for ``causal-eos``; ``minilm[instruction_weight=1]`` for
     ``minilm``). `-e` with the same value searched that vector, and the default the first one.
 
@@ -424,15 +424,20 @@ def default_match(default: str, embedders: Sequence[tuple[str, str]]) -> tuple[s
         for name, spec in embedders:
             if spec == absolute:
                 return name, False
-    from embedders.registry import saved_name
-
-    try:
-        loads_as = saved_name(default)
-    except Exception:  # (unknown, damaged: whatever loads it says so)
-        return None
+    # Read without the registry (it imports torch: a listing took 1.7 s more): a spec with
+    # options of a vector's name, or a checkpoint folder's config naming it.
     for name, _spec in embedders:
-        if loads_as == name:
+        if base.strip() == name:
             return name, True
+    if "/" in base or "\\" in base or base.startswith("~"):
+        try:
+            meta = json.loads((Path(base).expanduser() / "facet_config.json").read_text())
+        except (OSError, ValueError, RuntimeError):  # (none, damaged: whatever loads it says so)
+            return None
+        loads_as = meta.get("name") if isinstance(meta, dict) else None
+        for name, _spec in embedders:
+            if loads_as == name:
+                return name, True
     return None
 
 

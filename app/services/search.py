@@ -1563,8 +1563,12 @@ class SearchService:
             # served options differ (one added since, set otherwise now: InstEmb's text_quotes).
             same = None if model is None else with_recorded_options(model, source, recorded, current, changes)
             if query_spec != source:
+                by_default = query_spec == self.ctx.settings.default_embedder
                 advice = (f"search with the embedder {same!r}, which reads as they were made "
                           f"({_API_OPTIONS_NOTE})" if same is not None and same != query_spec else
+                          # (the default itself: "or name none" was what the user had done)
+                          f"search with the embedder {vector_name!r}, or set FACET_DEFAULT_EMBEDDER "
+                          "to it" if by_default else
                           f"search with the embedder {vector_name!r} (or name none)")
                 raise ConflictError(
                     f"{query_spec!r} embeds differently from {source!r}, which wrote the {vector_name!r} "

@@ -279,3 +279,35 @@ def test_the_weak_instruction_note_names_what_this_page_refuses(setup) -> None:
                                        "notes", "minilm", 3, ""))
     assert "the instruction barely steers" in compared, compared
     assert "this server does not serve minilm[instruction_weight=1]" in compared, compared
+
+
+def test_the_pickers_default_reads_the_default_embedder_as_the_cli_does(minilm, tmp_path) -> None:
+    """FACET_DEFAULT_EMBEDDER=minilm[instruction_weight=1] on a collection of minilm: the CLI and
+    the API (naming no embedder) read the instruction at weight 1, while the UI, whose picker
+    sends the vector's name, read it at the recorded 0.25 and said it barely steers."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.services.search import SearchRequest
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    first = notes_facet(tmp_path, minilm)
+    first.close()
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    settings = FacetSettings(data_dir=tmp_path / "data", default_embedder="minilm[instruction_weight=1]")
+    facet = Facet.for_serving(settings, embedders=cache)
+    try:
+        h = UiHandlers(facet, settings)
+        picker, _examples = h.collection_changed("notes")
+        assert picker["value"] == "minilm"
+        results, summary = h.search("lighthouse garden", "Find the topic", "notes", picker["value"],
+                                    3, "", False, None, False, "dense")
+        assert "barely steers" not in html.unescape(results + summary)
+        core = facet.search(SearchRequest("lighthouse garden", "notes", instruction="Find the topic",
+                                          mode="dense", top_k=3))
+        assert core.embedder_spec == "minilm[instruction_weight=1]" and core.note is None
+        for hit in core.results:
+            assert f"{hit.score:.3f}" in html.unescape(results), hit.score
+    finally:
+        facet.close()

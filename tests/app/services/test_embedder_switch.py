@@ -90,6 +90,20 @@ def test_a_default_naming_a_vector_by_the_name_it_loads_as_is_read_as_dash_e_rea
     rerun = IndexService(ctx).index(src, "c")
     assert rerun.docs_indexed == 0 and sorted(CollectionService(ctx).get("c").embedders) == [
         "minilm", "minilm-notes"]
+    ctx.close()
+    # Another checkpoint of that name, which embeds differently: refused, and the advice is not
+    # "or name none" (what was done).
+    other = tmp_path / "notes-other"
+    shutil.copytree(notes_embedder, other)
+    config = json.loads((other / "facet_config.json").read_text())
+    config["prompts"]["document"] = "other: {instruction}{text}"
+    (other / "facet_config.json").write_text(json.dumps(config))
+    ctx = make_ctx(default_embedder=str(other))
+    with pytest.raises(ConflictError) as refused:
+        SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense"))
+    assert "search with the embedder 'minilm-notes', or set FACET_DEFAULT_EMBEDDER to it" \
+        in str(refused.value), refused.value
+    assert "name none" not in str(refused.value)
 
 
 def test_a_half_filled_default_does_not_take_over_searches_and_a_plain_rerun_says_so(
