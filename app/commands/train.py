@@ -861,7 +861,8 @@ _RUN_SUMMARY = ("command", "init_from", "init_lora_from", "steps_done", "weights
 
 
 # How a continuation records a run behind its weights whose log never got its end.
-KILLED_RUN = "killed (its log was last written at a save while it ran)"
+# (The log holds no process to ask: a run still going when its checkpoint was continued reads so too.)
+KILLED_RUN = "no final log: killed, or still running when continued (its log was last written at a save)"
 
 
 def _prior_runs(path: Path) -> dict[str, Any]:
@@ -884,7 +885,7 @@ def _prior_runs(path: Path) -> dict[str, Any]:
     summary = {k: prior[k] for k in _RUN_SUMMARY if k in prior}
     if summary.get("stopped") == "running":
         # Its log last written at a save while it ran, never at its end (kill -9, a power
-        # cut): "running" was carried into the history for good.
+        # cut, or the run still going): "running" was carried into the history for good.
         summary["stopped"] = KILLED_RUN
     return {"init_weights_steps": weights_steps(prior),
             "earlier_runs": [*earlier, summary] if summary else earlier}
