@@ -663,11 +663,15 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"clusters-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.csv"
     by_id = {c.id: c for c in response.clusters}
+    # A collection's (or a search's) chunks: which document and chunk each row is (the CLI's
+    # JSON and POST /cluster give them; the rows could not be mapped back to documents).
+    chunked = bool(response.sources) and all("doc_id" in source for source in response.sources)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["index", "cluster", "cluster_name", "name_answers", "name_texts",
                          "cluster_keywords", "answer", "x", "y", "text"]
-                        + (["label"] if labels is not None else []))
+                        + (["label"] if labels is not None else [])
+                        + (["doc_id", "chunk_no"] if chunked else []))
         for i, (text, label, (x, y)) in enumerate(zip(response.texts, response.labels,
                                                       response.coordinates, strict=True)):
             c = by_id.get(label)
@@ -676,8 +680,10 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
             holding = "" if c is None or c.name_texts is None else f"{c.name_texts} of {c.size}"
             cells = [c.name if c else "", shared, holding, ", ".join(c.keywords) if c else "",
                      response.answers[i] if response.answers else ""]
+            source = response.sources[i] if chunked else {}
             writer.writerow([i, label, *map(csv_text, cells), x, y, csv_text(text)]
-                            + ([csv_text(labels[i])] if labels is not None else []))
+                            + ([csv_text(labels[i])] if labels is not None else [])
+                            + ([csv_text(source["doc_id"]), source.get("chunk_no", "")] if chunked else []))
     return path
 
 

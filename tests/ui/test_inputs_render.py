@@ -190,6 +190,30 @@ def test_the_csv_says_how_many_texts_hold_a_name_of_keywords(tmp_path: Path) -> 
         ("", "2 of 3"), ("", "2 of 3"), ("", "1 of 1"), ("", "2 of 3")]
 
 
+def test_the_csv_of_a_collections_chunks_names_their_documents(tmp_path: Path) -> None:
+    """Clustering a collection (or a search) in the UI: the CSV had no doc_id or chunk_no, which
+    the CLI's JSON and POST /cluster give, so its rows could not be mapped back to documents."""
+    import csv
+
+    from app.services.clustering import Cluster, ClusterResponse
+
+    clusters = [Cluster(0, 2, "card", ["card"], ["a"], [0], (0.0, 0.0)),
+                Cluster(1, 1, "refund", ["refund"], ["c"], [2], (1.0, 1.0))]
+    sources = [{"doc_id": "r54", "chunk_no": 0, "title": None}, {"doc_id": "=r7", "chunk_no": 2, "title": None},
+               {"doc_id": "r9", "chunk_no": 0, "title": None}]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
+        texts=["a", "b", "c"], labels=[0, 0, 1], coordinates=[(0.0, 0.0)] * 3, sources=sources,
+        answers=[], clusters=clusters, timings_ms={})
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["doc_id"], r["chunk_no"]) for r in rows] == [("r54", "0"), ("'=r7", "2"), ("r9", "0")]
+    # Given texts (sources of {"index": i}): no such columns.
+    given = ClusterResponse(**{**response.__dict__, "sources": [{"index": i} for i in range(3)]})
+    with render.write_cluster_csv(given, tmp_path).open(encoding="utf-8") as fh:
+        assert "doc_id" not in next(csv.reader(fh))
+
+
 def test_map_hover_text_shows_quotes_as_typed_and_escapes_markup() -> None:
     """Hovering a text with double quotes showed "&quot;" (plotly decodes few entities)."""
     from app.services.clustering import Cluster, ClusterResponse
