@@ -397,9 +397,10 @@ def named_default(default: str, embedders: Sequence[tuple[str, str]]) -> str | N
         embedders: the collection's (vector name, recorded spec), in the order added.
 
     Read last by the name the default loads as (as ``embedders.registry.saved_name`` reads it,
-    without loading the registry): a checkpoint's path or a spec whose options the collection did not record
-    (``/repo/checkpoints/causal-eos`` for ``causal-eos``; ``minilm[instruction_weight=1]`` for
-    ``minilm``). `-e` with the same value searched that vector, and the default the first one.
+    without loading the registry): a checkpoint's path or a spec whose options the collection
+    did not record (``/repo/checkpoints/causal-eos`` for ``causal-eos``;
+    ``minilm[instruction_weight=1]`` for ``minilm``). `-e` with the same value searched that
+    vector, and the default the first one.
 
     Returns:
         The vector's name, or None where the default names none of them.

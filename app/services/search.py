@@ -720,6 +720,8 @@ def _as_boolean(text: str) -> bool:
     reads a JSON true as 1) and their like are true."""
     text = text.strip().lower()
     return text == "true" if text in _BOOLEAN_TEXTS else _number(text) == 1
+
+
 # Documents read to tell a field of true from one of the integer 1 (SQLite reads both as 1).
 _BOOLEAN_ROWS = 20
 
