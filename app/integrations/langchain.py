@@ -298,6 +298,21 @@ _WEAK_SAID: set[str] = set()
 _WEAK_LOCK = threading.Lock()
 
 
+def _note_parts(note: str) -> list[str]:
+    """A search's note cut into its notes at each "; " outside parentheses: the weak-instruction
+    note holds one in its own (a server's "...: docs/indexing.md; this server does not serve
+    minilm[instruction_weight=1]: ...)"), whose second half was taken for another note and
+    warned of on every call."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(note):
+        depth += (char == "(") - (char == ")")
+        if depth <= 0 and note.startswith("; ", i):
+            parts.append(note[start:i])
+            start = i + 2
+    parts.append(note[start:])
+    return parts
+
+
 def _noted(docs: list[Document], note: str | None, collection: str, query: str,
            unread: bool = False) -> list[Document]:
     """The documents, the search's note and an instruction a lexical search did not read
@@ -312,7 +327,7 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
         # batched app's log with a WARNING per query. So is an instruction read at a weak blend
         # (minilm's default) once said: it is the retriever's embedder, not the query. Anything
         # else said stays a warning.
-        parts = (note or "").split("; ")
+        parts = _note_parts(note or "")
         with _WEAK_LOCK:  # (a batch's searches run in threads: one of them says it)
             new = {part for part in parts if part.startswith(WEAK_INSTRUCTION_NOTE) and part not in _WEAK_SAID}
             _WEAK_SAID.update(new)
