@@ -149,11 +149,9 @@ def test_a_collection_deleted_by_another_page_leaves_the_lists_when_a_removal_fa
     facet.index(folder, "doomed")
     open_tab(page, "Search")
     open_tab(page, "Collections")  # (the tab's select reads the lists again)
-    # Its lists read before the pick: read after it under load, they emptied the documents
-    # view's choices (a fresh-clone run waited 60 s for the check box).
-    _wait_text(page, "#collections-table", "doomed")
     fill_picker(page, "#documents-collection", "doomed")
     _wait_text(page, "#documents-table", "doomed-note.txt")
+    _wait_text(page, "#collections-table", "doomed")
     page.locator("#documents-remove").get_by_label("doomed-note.txt").check()
     page.fill("#documents-confirm textarea", "doomed")
     facet.delete_collection("doomed")  # as another page's Delete
