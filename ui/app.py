@@ -384,6 +384,16 @@ def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
     dropdown.select(None, dropdown, target, js=f"(value) => {js_result}",
                     api_name=f"{name}_select", api_visibility="private", queue=False)
 
+# After a refresh of the pickers' choices (``UiHandlers.picker_choices``): each value as the
+# page has it now, a pick made while the refresh ran included, kept while it is among the
+# choices (any typed name in the Index tab's, a new collection's), else the first choice.
+KEEP_PICKS_JS = """(search, compare, cluster, index, remove, documents, lists) => {
+  const names = (lists || {}).collections || [], deletable = (lists || {}).deletable || [];
+  const keep = (value, among) => among.includes(value) ? value : (among[0] ?? null);
+  return [keep(search, names), keep(compare, names), keep(cluster, names),
+          index || (names[0] ?? null), keep(remove, deletable), keep(documents, names)];
+}"""
+
 
 # After a run, focus on the run's button again when it had it (a keyboard user's Enter on it):
 # the button is disabled while it runs, which dropped the focus to the page's body. Not when
@@ -864,11 +874,17 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # ---------------------------------------------------------------- events
         pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]
         pickers_out = [*pickers_in, i_folder]
+        # The lists the last refresh read (``KEEP_PICKS_JS``); in the browser only.
+        picker_lists = gr.JSON(visible=False, elem_id="picker-lists")
 
         def refresh(event: Any) -> Any:
-            return event(h.refresh_pickers, pickers_in, pickers_out, api_name="refresh_pickers",
-                         api_visibility="private",
-                         **light)
+            """The pickers' choices read again, then their values checked in the browser: the
+            last event (a listing of the documents view goes after it)."""
+            picks = [*pickers_in, d_collection]
+            return event(h.picker_choices, None, [*pickers_out, d_collection, picker_lists],
+                         api_name="refresh_pickers", api_visibility="private", **light).then(
+                None, [*picks, picker_lists], picks, js=KEEP_PICKS_JS,
+                api_name="lambda_keep_picks", api_visibility="private", queue=False)
 
         demo.load(h.refresh_pickers, pickers_in, pickers_out, api_name="pickers", **light)
         demo.load(h.collections, None, [l_table, l_jobs], api_name="collections_on_load",
@@ -1009,15 +1025,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                      api_visibility="private", **light)
         # And every collection picker: a collection another page (or the CLI) made was listed in
         # the table but in no picker, not even this tab's Delete, whatever Refresh was pressed.
-        refresh(l_refresh.click)
-        refresh(l_tab.select)
         # `show_progress="hidden"`: a refused delete (a wrong confirmation, a collection being
         # indexed) is said in `l_status` and the toast; it put "Error" badges over both tables
         # and the confirmation box, which Refresh did not bring back.
         delete_event = l_button.click(h.delete_collection, [l_delete, l_confirm],
                                       [l_table, l_jobs, l_confirm], api_name="delete_collection",
                                       show_progress="hidden", **light)
-        refresh(delete_event.then)
         delete_event.then(lambda: "", None, l_status, api_visibility="private", queue=False)
         delete_event.failure(failed("delete_collection", what="delete", results=False), None,
                              l_status,
@@ -1038,8 +1051,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                           api_visibility="private", **light)
 
         for after in (l_tab.select, l_refresh.click, delete_event.then):
-            after(h.documents_picker, d_collection, d_collection, api_visibility="private",
-                  **light).then(documents_first, d_query, [*d_outputs, d_applied],
+            refresh(after).then(documents_first, d_query, [*d_outputs, d_applied],
                                 api_visibility="private", **light)
         first_event = gr.on([d_collection.change, d_status.change, d_prefix.submit],
                             documents_first, d_query, [*d_outputs, d_applied],
@@ -1080,8 +1092,6 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         *(e.failure for e in paged_events)):
             refresh(failure)
             failure(h.collections, None, [l_table, l_jobs], api_visibility="private", **light)
-            failure(h.documents_picker, d_collection, d_collection, api_visibility="private",
-                    **light)
 
     demo.queue(max_size=settings.ui_max_queue,
                default_concurrency_limit=settings.ui_concurrency)

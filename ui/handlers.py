@@ -409,6 +409,21 @@ class UiHandlers:
                 keep(index_value, custom=True),
                 keep(delete_value, names=p.collections + p.strays), gr.update(choices=p.folders))
 
+    @ui_errors
+    def picker_choices(self) -> tuple[Any, ...]:
+        """The choices of the collection pickers (the documents view's last) and of the folder
+        picker, each value left as the page has it, then the lists for ``KEEP_PICKS_JS``, which
+        moves a value off a collection gone in the browser. ``refresh_pickers`` sent the values
+        the page had when the refresh was asked for: a collection picked while it ran (the
+        Collections tab opened, then its documents picker used at once on a loaded server) was
+        put back to the one picked before, and the documents view listed that one's documents."""
+        p = self.pickers()
+        deletable = p.collections + p.strays
+        return (*(gr.update(choices=p.collections) for _ in range(4)),
+                gr.update(choices=deletable), gr.update(choices=p.folders),
+                gr.update(choices=p.collections),
+                {"collections": p.collections, "deletable": deletable})
+
     def _info(self, collection: str | None) -> CollectionInfo | None:
         """The picked collection's listing; None for none picked, or one gone or misnamed (a
         search says so itself)."""
@@ -1342,13 +1357,6 @@ class UiHandlers:
         return self._documents_page(collection, status, prefix, start + docs_view.DOCUMENTS_PAGE)
 
     @ui_errors
-    def documents_picker(self, value: str | None) -> Any:
-        """The documents view's collection picker: every collection, its pick kept while it
-        exists, else the first."""
-        names = self._collections()
-        return gr.update(choices=names, value=value if value in names else
-                         (names[0] if names else None))
-
     @ui_errors
     def remove_documents(self, collection: str | None, keys: list[str] | None,
                          confirm: str | None, status: str | None, prefix: str | None,

@@ -9,6 +9,7 @@ out only by deleting the whole collection."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,55 @@ def test_a_collection_deleted_by_another_page_leaves_the_lists_when_a_removal_fa
                            " !== 'doomed'")
     _wait_text(page, "#documents-page", "documents", absent="doomed")
     assert "doomed-note.txt" not in _text(page, "#documents-table")
+
+
+def test_a_collection_picked_while_the_lists_are_read_again_stays_picked(
+        page, served, monkeypatch) -> None:
+    """Opening the Collections tab reads every picker's list again. A collection picked in the
+    documents view while such a read ran (a loaded server: here each takes 2 s) was put back
+    to the one shown before once it ended, and that one's documents listed: the read sent the
+    values the page had when it began (a flaky browser test, the third session of 2026-12-06,
+    ticked a document of the wrong collection so). Here a collection is picked during each
+    read, alternately: the last pick stands."""
+    from ui.handlers import UiHandlers
+
+    open_tab(page, "Collections")
+    fill_picker(page, "#documents-collection", "uploaded")
+    _wait_text(page, "#documents-table", "alpha-notes.txt")
+    open_tab(page, "Search")
+    quick, reads = UiHandlers._collections, {"started": 0, "running": 0}
+
+    def slow(self: Any) -> list[str]:
+        reads["started"] += 1
+        reads["running"] += 1
+        try:
+            time.sleep(2.0)
+            return quick(self)
+        finally:
+            reads["running"] -= 1
+
+    monkeypatch.setattr(UiHandlers, "_collections", slow)
+    open_tab(page, "Collections")
+    picked: list[str] = []
+    deadline, quiet_since = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        if reads["started"] > len(picked):
+            picked.append("notes" if picked[-1:] != ["notes"] else "uploaded")
+            fill_picker(page, "#documents-collection", picked[-1])
+        if not picked or reads["running"]:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.5:
+            break
+        time.sleep(0.05)
+    monkeypatch.setattr(UiHandlers, "_collections", quick)
+    page.wait_for_timeout(1000)  # what the last read's answer set off
+    assert picked and page.input_value("#documents-collection input") == picked[-1], picked
+    if picked[-1] == "notes":
+        _wait_text(page, "#documents-table", "n0", absent="alpha-notes.txt")
+    else:
+        _wait_text(page, "#documents-table", "alpha-notes.txt", absent="n0")
 
 
 def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> None:
