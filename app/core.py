@@ -1117,11 +1117,12 @@ class Facet:
         ``limit`` names the setting in the refusal, default that setting's name, or "max_mb"
         where ``max_mb`` is given), copied into the collection's upload folder
         (``upload_folder``) under its own name (``app.uploads.stage_uploads``: the same name
-        again updates its document, two of one name in one upload are numbered), and a job
-        indexes the folder, as ``submit_index`` of it would (``on_queued`` as there). Files the
-        collection's last finished upload job could not index at all are removed from the
-        folder first (``unindexable_uploads``). A job refused (the collection busy, an unknown
-        embedder) puts the folder back as it was. The files given are left where they are.
+        again updates its document, two of one name in one upload are numbered, the same file
+        twice saved once), and a job indexes the folder, as ``submit_index`` of it would
+        (``on_queued`` as there). Files the collection's last finished upload job could not
+        index at all are removed from the folder first (``unindexable_uploads``). A job refused
+        (the collection busy, an unknown embedder) puts the folder back as it was. The files
+        given are left where they are.
 
         Returns:
             ``UploadResult``: the job, the uploads refused (with why), those saved under another

@@ -45,7 +45,7 @@ def _suffix(path: Path) -> str:
 class UploadResult:
     """What ``Facet.upload`` did: the job that indexes the collection's upload folder, the
     uploads refused (each with why: too large, a type the indexer does not read), those saved
-    under another name (another file has theirs), the paths the files were saved at (a file's
+    under another name (another file has theirs) or once (given twice), the paths the files were saved at (a file's
     document key there, which ``remove_documents`` takes; a record file's records are keyed by
     their ids, or ``PATH#L3``), and the files an earlier upload job could
     not index that were removed from the folder first."""
@@ -251,10 +251,38 @@ def _new_hidden(folder: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(f"no free hidden name for {name} in {folder}")
 
 
+def _once(files: Sequence[Path], notes: list[str], *, ignores_case: bool) -> list[Path]:
+    """``files`` without a repeat of an earlier one: the same name (as the disk compares it)
+    and the same bytes, noted in ``notes``. The UI's upload box keeps its files after a refused
+    job (a mistyped collection name), so that pressing the button again works; a user who
+    chose the file again sent it twice, and it was indexed twice, as NAME and "NAME (2)", each
+    search then showing it twice (the UI review of the fourth session of 2026-12-06)."""
+    kept: dict[str, list[Path]] = {}
+    out = []
+    for path in files:
+        name = original_name(path)
+        seen = kept.setdefault(name.lower() if ignores_case else name, [])
+        if any(_same_file(path, earlier) for earlier in seen):
+            notes.append(f"{path.name} was given twice, the same file: it is saved once")
+            continue
+        seen.append(path)
+        out.append(path)
+    return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` hold the same bytes (the same path, or equal content)."""
+    try:
+        return os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
 def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
     updates its document instead of adding a copy). Uploads that would share a name there
-    get numbered names (``_distinct``), each named in ``Staged.renamed``.
+    get numbered names (``_distinct``), each named in ``Staged.renamed``; a file given twice
+    (the same name and bytes) is saved once (``_once``), said there too.
 
     Each is copied into a new hidden file of a name of its own (``_new_hidden``: created, never
     opened through a link planted there), then renamed over its target, so a job, the
@@ -265,10 +293,11 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     staged before it, as a refused job does.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    first = [folder / original_name(path) for path in files]
     ignores_case = _ignores_case(folder)
-    targets = _distinct(files, first, ignores_case=ignores_case)
     staged = Staged([], {})
+    files = _once(files, staged.renamed, ignores_case=ignores_case)
+    first = [folder / original_name(path) for path in files]
+    targets = _distinct(files, first, ignores_case=ignores_case)
     # Names asked for so far (sets: an upload may hold a thousand files), as given and as the
     # disk compares them.
     exact_before: set[str] = set()

@@ -78,6 +78,15 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
                                                               ("my notes (2).txt", "another")]
     assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another file of this upload has "
                             "that name"]
+    # The same file twice (the UI's box keeps its files after a refused job, and the user chose
+    # it again; Gradio's cache holds each copy under a folder of its own): saved once, and said.
+    # It was indexed twice, as "my notes.txt" and "my notes (2).txt".
+    (tmp_path / "again").mkdir()
+    (tmp_path / "again" / "my notes.txt").write_text("text 2")
+    twice = uploads.stage_uploads([src / "my notes.txt", tmp_path / "again" / "my notes.txt",
+                                   src / "my notes.txt"], tmp_path / "up4")
+    assert [(c.name, c.read_text()) for c in twice.copies] == [("my notes.txt", "text 2")]
+    assert twice.renamed == ["my notes.txt was given twice, the same file: it is saved once"] * 2
     # Another file whose name the old ASCII-only rule made the same is not replaced: uploading
     # "my notes.md" overwrote a current upload "my_notes.md" (another user's document gone),
     # taken for the old name of "my notes.md".
