@@ -108,6 +108,9 @@ CLUSTER_STOPPED = ("Clustering stopped: nothing was kept. The server ends the wo
 # What a stopped job's message says to do, in the page's words (the core's names a command line).
 RESUME_HINT = ("to go on, pick it as the stopped job on the Index tab and press Resume: what was "
                "indexed is kept")
+# An upload job cancelled before it started: its files were taken back (``Facet.upload``), and
+# Resume indexed the folder without them ("0 documents seen ... nothing to index").
+UPLOAD_AGAIN_HINT = "to index them, upload them again"
 NOT_HERE_HINT = ("this page cannot resume it (its files are not the collection's uploads or a "
                  "folder this page may index, or its embedder is not offered here); ask the "
                  "operator to run it again: what was indexed is kept")
@@ -1023,10 +1026,18 @@ class UiHandlers:
             return None, None
         return source, spec
 
+    def _of_uploads(self, job: JobInfo) -> bool:
+        """Whether ``job`` indexes its collection's upload folder (an upload job)."""
+        try:
+            return Path(job.source) == self.facet.upload_folder(job.collection).resolve()
+        except FacetError:
+            return False
+
     def _stopped_jobs(self, jobs: Sequence[JobInfo]) -> dict[int, Stopped]:
         """The stopped jobs among ``jobs`` (newest first: ``interrupted`` by a restart, or
         ``cancelled``), newest first. One that a later job of the same folder and embedder went
-        on with is not offered again."""
+        on with is not offered again, nor an upload job cancelled before it started (its files
+        were taken back: ``UPLOAD_AGAIN_HINT``)."""
         found: dict[int, Stopped] = {}
         for i, job in enumerate(jobs):
             if job.state not in render.STOPPED_STATES:
@@ -1037,6 +1048,9 @@ class UiHandlers:
             if later is not None:
                 found[job.id] = Stopped(job, render.job_message(
                     job, f"job {later.id} went on with the same files since"))
+                continue
+            if job.started_at is None and self._of_uploads(job):
+                found[job.id] = Stopped(job, render.job_message(job, UPLOAD_AGAIN_HINT))
                 continue
             source, embedder = self._resume_target(job)
             hint = RESUME_HINT if source is not None else NOT_HERE_HINT

@@ -220,3 +220,30 @@ def test_a_cancelled_upload_job_is_offered_to_resume_on_the_page(minilm, tmp_pat
         assert not handlers.stopped_jobs()[0]["visible"]
     finally:
         facet.close()
+
+
+def test_an_upload_job_cancelled_before_it_started_is_not_offered_to_resume(minilm,
+                                                                          tmp_path) -> None:
+    """Its uploaded files were taken back with the cancel, yet the page said "to go on, pick it
+    as the stopped job on the Index tab and press Resume", and Resume indexed the folder
+    without them: "0 documents seen ... nothing to index" (the UI review of the fourth session
+    of 2026-12-06). It says to upload them again, and is not offered."""
+    from tests.ui.test_browser_a11y import _Held
+    from tests.ui.test_ui_api import _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    runner = facet.job_runner
+    try:
+        upload = tmp_path / "readme.md"
+        upload.write_text("# Readme\nThe lighthouse keeper's notes.")
+        facet.job_runner = _Held()  # (never taken: it stays queued)
+        job = facet.upload("queued", [upload]).job
+        cancelled = facet.cancel_job(job.id)
+        assert cancelled.state == "cancelled" and "taken back: readme.md" in (cancelled.message or "")
+        _, jobs = handlers.collections()
+        said = next(r for r in jobs if r[0] == job.id)[-1]
+        assert "press Resume" not in said and "upload them again" in said, said
+        assert not handlers.stopped_jobs()[0]["visible"]
+    finally:
+        facet.job_runner = runner
+        facet.close()
