@@ -904,8 +904,8 @@ class UiHandlers:
     # ---------------------------------------------------------------- index
 
     def _start(self, source: Path, name: str, embedder: str | None, sync: bool | None = None,
-               ) -> tuple[int, int, str, list[list[str]], Any]:
-        """Start the job of a server folder."""
+               anew: str | None = None) -> tuple[int, int, str, list[list[str]], Any]:
+        """Start the job of a server folder (``anew``: as ``_started``)."""
         # A server folder is read under the allowed roots as the job runs (a link made after
         # this check is not followed); the collection's own uploads (a resumed upload job) are
         # under the data folder, which is never among them.
@@ -914,21 +914,35 @@ class UiHandlers:
         job = self.facet.submit_index(source, name, IndexOptions(
             embedder=self._model(embedder, "embedder", collection=name), sync=sync,
             confine=None if roots is None or uploads else tuple(str(root) for root in roots)))
-        return self._started(job, [], [])
+        return self._started(job, [], [], anew)
 
     def _started(self, job: JobInfo, notices: list[str], renamed: list[str],
-                 ) -> tuple[int, int, str, list[list[str]], Any]:
+                 anew: str | None = None) -> tuple[int, int, str, list[list[str]], Any]:
         """What the page shows of a job it started: its id, the document total, the bar (under
-        ``notices``, uploads not indexed, and ``renamed``, those indexed under another name),
-        its errors so far, and the running poll timer."""
+        ``notices``, uploads not indexed, and ``renamed``, those indexed under another name, and
+        ``anew``: a picked collection gone, which the job makes again), its errors so far, and
+        the running poll timer."""
         total = self.facet.estimate_documents(job.source)
         self._job_collections[job.id] = job.collection
+        if anew:
+            gr.Warning(render.name_html(anew), title="New collection")
         for notice in notices:
             gr.Warning(render.name_html(notice), title="Not indexed")
         for notice in renamed:
             gr.Info(render.name_html(notice), title="Renamed")
-        html = render.notices_html([*notices, *renamed]) + render.job_html(job, total)
+        html = (render.notices_html([*([anew] if anew else []), *notices, *renamed])
+                + render.job_html(job, total))
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
+
+    def _gone(self, name: str, new_name: str | None) -> str | None:
+        """Said where ``name`` was picked (no new name typed) and is no collection now: deleted
+        meanwhile, by another page or the command line, the job made it anew without a word,
+        holding the new files alone (the UI review of the fourth session of 2026-12-06)."""
+        if (new_name or "").strip() or self._info(name) is not None:
+            return None
+        return (f"There is no collection '{name}' now (deleted meanwhile, on another page?): this "
+                "job makes a new one of that name. To index into another collection, cancel it "
+                "and pick that one.")
 
     @staticmethod
     def _target(collection: str | None, new_name: str | None) -> str:
@@ -960,6 +974,7 @@ class UiHandlers:
         # The name is checked first: one reduced to a safe file name ('oops/mix' -> 'mix') put
         # the files in another collection's folder.
         name = self._target(collection, new_name)
+        anew = self._gone(name, new_name)
         try:
             result = self.facet.upload(name, uploads,
                                        embedder=self._model(embedder, "embedder", collection=name),
@@ -973,7 +988,7 @@ class UiHandlers:
         inputs.remove_cached_uploads(uploads, self.upload_root)
         removed = ([f"Not kept in the uploads of {name}, as the last upload job could not index "
                     f"them: {', '.join(result.removed)}"] if result.removed else [])
-        return *self._started(result.job, [*result.refused, *removed], result.renamed), None
+        return *self._started(result.job, [*result.refused, *removed], result.renamed, anew), None
 
     @ui_errors
     def index_folder(self, folder: str | None, collection: str | None,
@@ -984,7 +999,8 @@ class UiHandlers:
         job."""
         source = inputs.resolve_under_roots(folder, self.settings.ui_allowed_roots,
                                             exclude=[self.settings.data_dir])
-        return self._start(source, self._target(collection, new_name), embedder)
+        name = self._target(collection, new_name)
+        return self._start(source, name, embedder, anew=self._gone(name, new_name))
 
     def _not_kept(self, job: JobInfo) -> list[str]:
         """For a finished upload job: its uploads that cannot be indexed at all, removed from

@@ -247,3 +247,36 @@ def test_an_upload_job_cancelled_before_it_started_is_not_offered_to_resume(mini
     finally:
         facet.job_runner = runner
         facet.close()
+
+
+def test_an_upload_into_a_picked_collection_deleted_meanwhile_says_it_makes_it_anew(
+        minilm, tmp_path) -> None:
+    """A page's Index tab picked 'sp2'; another page deleted it; the upload made it again,
+    holding the new file alone, and said only "completed" (the UI review of the fourth session
+    of 2026-12-06). The bar says so; a collection still there, or a name typed as a new one, is
+    indexed as before, without it."""
+    from tests.ui.test_ui_api import _finished, _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        note = tmp_path / "readme.md"
+        note.write_text("# Readme\nThe lighthouse keeper's notes.")
+        job_id, _, html, *_ = handlers.index_upload([str(note)], None, "minilm", "sp2")
+        assert "There is no collection" not in html  # (typed as a new one)
+        _finished(facet, job_id)
+        job_id, _, html, *_ = handlers.index_upload([str(note)], "sp2", "minilm")
+        assert "There is no collection" not in html
+        _finished(facet, job_id)
+        facet.delete_collection("sp2")  # as another page's Delete
+        job_id, _, html, *_ = handlers.index_upload([str(note)], "sp2", "minilm")
+        assert "There is no collection" in html and "makes a new one" in html, html
+        _finished(facet, job_id)
+        (tmp_path / "folder").mkdir()
+        (tmp_path / "folder" / "a.txt").write_text("A note in a folder.")
+        facet.delete_collection("sp2")
+        handlers.settings.ui_allowed_roots = [tmp_path / "folder"]
+        job_id, _, html, *_ = handlers.index_folder(str(tmp_path / "folder"), "sp2", "minilm")
+        assert "makes a new one" in html
+        _finished(facet, job_id)
+    finally:
+        facet.close()
