@@ -126,6 +126,7 @@ def ui_error(error: FacetError) -> gr.Error:
     # Resume or Cancel of a job whose collection was deleted named a command line.
     message = message.replace(JOB_GONE, "a job is deleted with its collection: the Collections "
                                         "tab lists those left")
+    message = render.page_words(message)  # (waiting for a job, cancelling it: the page's ways)
     # A message quotes keys and file names: their control characters and bidi controls shown
     # escaped, line by line (``printable``), as the CLI shows them.
     message = "\n".join(printable(line) for line in message.split("\n"))

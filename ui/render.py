@@ -697,6 +697,28 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
 STOPPED_STATES = ("interrupted", "cancelled")
 
 
+# The core's hints for a job name the command line and the API (``follow_hint``, a cancel's
+# `facet jobs N --cancel`, POST /jobs/N/cancel); a refusal shown on the page names its own
+# controls instead: a delete refused while a job indexed the collection sent the user to the
+# tab they were on, and to commands (the UI review of the fourth session of 2026-12-06).
+_PAGE_HINTS = (
+    (re.compile(r"`facet jobs \d+ --follow`, GET /jobs/\d+, or the UI's Collections tab"),
+     "the Collections tab's jobs table shows it"),
+    (re.compile(r"each: `facet jobs N --cancel`, POST /jobs/N/cancel, N one of [\d, ]+"),
+     "each with Cancel job, under its bar on the Index tab"),
+    (re.compile(r"`facet jobs \d+ --cancel`, POST /jobs/\d+/cancel"),
+     "Cancel job, under its bar on the Index tab"),
+)
+
+
+def page_words(message: str) -> str:
+    """``message`` with the core's command-line and API hints for a job in the page's words
+    (``_PAGE_HINTS``)."""
+    for pattern, words in _PAGE_HINTS:
+        message = pattern.sub(words, message)
+    return message
+
+
 def _on_page(part: str) -> str:
     """One "; "-part of a job's message in the page's words: the note on a collection the job
     made and left empty names the Collections tab's Delete, not `facet delete C` (DELETE

@@ -280,3 +280,41 @@ def test_an_upload_into_a_picked_collection_deleted_meanwhile_says_it_makes_it_a
         _finished(facet, job_id)
     finally:
         facet.close()
+
+
+def test_a_delete_refused_for_a_job_says_the_pages_ways_to_wait_or_cancel(minilm,
+                                                                          tmp_path) -> None:
+    """A delete refused while a job indexed the collection said "wait for job 7 to finish
+    (`facet jobs 7 --follow`, GET /jobs/7, or the UI's Collections tab) or cancel it (`facet
+    jobs 7 --cancel`, POST /jobs/7/cancel)" on the Collections tab itself (the UI review of the
+    fourth session of 2026-12-06): the page's own controls instead."""
+    import gradio as gr
+
+    from app.errors import ConflictError
+    from app.services.collections import follow_hint
+    from tests.ui.test_browser_a11y import _Held
+    from tests.ui.test_ui_api import _own_facet
+    from ui.handlers import ui_error
+
+    running = ui_error(ConflictError(f"collection 'run1' is being indexed by job 7; "
+                                     f"{follow_hint(7)} or cancel it (`facet jobs 7 --cancel`, "
+                                     "POST /jobs/7/cancel), and delete it then")).message
+    assert "`" not in running and "/jobs/" not in running, running
+    assert "the Collections tab's jobs table shows it" in running
+    assert "Cancel job, under its bar on the Index tab" in running
+    facet, handlers = _own_facet(minilm, tmp_path)
+    runner = facet.job_runner
+    try:
+        note = tmp_path / "readme.md"
+        note.write_text("# Readme\nThe lighthouse keeper's notes.")
+        facet.job_runner = _Held()  # (never taken: it stays queued)
+        facet.upload("held", [note])
+        facet.upload("held", [note])
+        with pytest.raises(gr.Error) as refused:
+            handlers.delete_collection("held", "held")
+        said = str(refused.value.message)
+        assert "queued to index it" in said and "`" not in said and "/jobs/" not in said, said
+        assert "each with Cancel job, under its bar on the Index tab" in said, said
+    finally:
+        facet.job_runner = runner
+        facet.close()
