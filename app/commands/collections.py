@@ -19,6 +19,7 @@ from urllib.parse import quote
 import typer
 
 from app.commands.common import STDIN_MAX_BYTES, argument_text, handle_errors, open_facet, read_capped
+from app.commands.index import newest_job_id
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
@@ -627,15 +628,6 @@ def _parts_done_text(ids: list[int], total: int) -> str:
     return f"{parts} removed ({_jobs_text(ids)})"
 
 
-def _newest_job_id(facet: Facet, collection: str) -> int:
-    """The id of the collection's newest job (0: none, or unknown): a removal job newer than
-    it is one this command started."""
-    try:
-        return max((j.id for j in facet.jobs(collection, 1)), default=0)
-    except Exception:  # a hint only
-        return 0
-
-
 def _remove_documents(collection: str, keys: list[str], yes: bool, *, missing_ok: bool = False,
                       rerun: str | None = None, file_driven: bool = False) -> None:
     """`facet delete C --document KEY ...`: check, ask, remove, say what went and what comes
@@ -674,7 +666,7 @@ def _remove_documents(collection: str, keys: list[str], yes: bool, *, missing_ok
         if not yes and not _confirm(f"remove {plural(len(resolved), 'document')} from "
                                     f"{collection!r}{split} ({shown})?"):
             raise typer.Exit(1)  # (``confirm`` said what was not done)
-        before = _newest_job_id(facet, collection)
+        before = newest_job_id(facet, collection)
         if not file_driven and len(parts) < 2:
             rerun = None  # (the job's own hint names its keys)
         reports: list[RemoveReport] = []

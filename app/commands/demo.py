@@ -45,19 +45,33 @@ def register(cli: typer.Typer) -> None:
                              "(default: no reranking)")] = None,
     ) -> None:
         """Index the bundled BANKING77 sample and run a few instruction searches."""
-        from app.commands.index import progress_bar
+        from app.commands.index import newest_job_id, progress_bar, say_how_to_resume
         from app.commands.search import print_results
-        from app.services.indexing import IndexOptions
-        from app.services.search import SearchRequest, parse_filters
+        from app.services.indexing import IndexOptions, Terminated
+        from app.services.search import SearchRequest, SearchService, parse_filters
 
         started = time.perf_counter()
+        # The searches' options before the sample is indexed: a typo in --rerank was found
+        # after it (a minute with -e instemb), the collection written.
+        SearchService.validate(SearchRequest(query=DEMO_SEARCHES[0][0], collection=DEMO_COLLECTION,
+                                             rerank=rerank, embedder=embedder))
+        if rerank:
+            _check_rerank(rerank)
         with open_facet() as facet:
             typer.echo(f"indexing {SAMPLE_FILE} into {DEMO_COLLECTION!r} "
                        f"(data dir {facet.settings.data_dir})")
+            before = newest_job_id(facet, DEMO_COLLECTION)
             bar, update = progress_bar()
             try:
                 report = facet.index(SAMPLE_FILE, DEMO_COLLECTION, IndexOptions(embedder=embedder),
                                      progress=update)
+            except (KeyboardInterrupt, Terminated) as e:  # as `facet index` says it (exit 130)
+                bar.close()
+                say_how_to_resume(facet, DEMO_COLLECTION, SAMPLE_FILE, before)
+                typer.echo("(or run `facet demo` again: it goes on with what was indexed)",
+                           err=True)
+                raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) \
+                    from None
             finally:
                 bar.close()
             typer.echo(f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
@@ -79,3 +93,20 @@ def register(cli: typer.Typer) -> None:
                 typer.echo("")
         typer.echo(f"demo done in {time.perf_counter() - started:.1f}s; try: facet search "
                    f"\"lost my card\" -i \"Find the customer's intent\" -c {DEMO_COLLECTION}")
+
+
+def _check_rerank(rerank: str) -> None:
+    """``rerank`` as an embedder that loads here, checked without loading it.
+
+    Raises:
+        UnknownModelError: no embedder loads as ``rerank`` (named as the rerank, as a search's
+            refusal names it).
+    """
+    from app.errors import UnknownModelError
+    from embedders.errors import UnknownEmbedderError
+    from embedders.registry import check_embedder
+
+    try:
+        check_embedder(rerank)
+    except UnknownEmbedderError as e:
+        raise UnknownModelError(f"rerank {rerank!r}: {e}", param="rerank") from None

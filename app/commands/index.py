@@ -192,7 +192,7 @@ def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
                err=True)
 
 
-def _newest_job_id(facet: Facet, collection: str) -> int:
+def newest_job_id(facet: Facet, collection: str) -> int:
     """The id of ``collection``'s newest job, 0 where it has none (or does not exist yet)."""
     try:
         jobs = facet.jobs(collection, limit=1)
@@ -201,7 +201,7 @@ def _newest_job_id(facet: Facet, collection: str) -> int:
     return jobs[0].id if jobs else 0
 
 
-def _say_how_to_resume(facet: Facet, collection: str, source: Path, before: int) -> None:
+def say_how_to_resume(facet: Facet, collection: str, source: Path, before: int) -> None:
     """After Ctrl-C or SIGTERM: the stopped job's line (what was kept, how to go on), which was only in
     ``facet jobs``. This run's job is the newest one of ``collection`` after ``before`` (its
     newest job when the run began) that indexes ``source`` in this process; where there is none,
@@ -336,7 +336,7 @@ def register(cli: typer.Typer) -> None:
             _submit(source, collection, options, as_json)
             return
         with open_facet() as facet:
-            before = _newest_job_id(facet, collection)  # this run's job comes after it
+            before = newest_job_id(facet, collection)  # this run's job comes after it
             # With a broker set, a run without --background is not the workers' (its job's
             # runner is "inline"): the line said nothing of it while workers sat idle.
             here = (" in this process (--background sends it to the workers)"
@@ -353,7 +353,7 @@ def register(cli: typer.Typer) -> None:
                 record = _job_record(facet, report, said) if as_json else None
             except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
-                _say_how_to_resume(facet, collection, source, before)
+                say_how_to_resume(facet, collection, source, before)
                 raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) from None
             finally:
                 bar.close()

@@ -267,7 +267,7 @@ def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_pa
     """Ctrl-C (or a server stopping) after a few batches of a moved folder: the moves of those
     batches are committed (their old entries gone), but only a completed run said so; the job
     and the CLI's stop line now say it too."""
-    from app.commands.index import _say_how_to_resume
+    from app.commands.index import say_how_to_resume
 
     write_corpus(tmp_path / "corpus", 6)
     facet.index(tmp_path / "corpus", "notes")
@@ -280,7 +280,7 @@ def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_pa
 
     with pytest.raises(KeyboardInterrupt):
         facet.index(tmp_path / "moved", "notes", IndexOptions(batch_chunks=2), progress=ctrl_c_after_two)
-    _say_how_to_resume(facet, "notes", tmp_path / "moved", before)
+    say_how_to_resume(facet, "notes", tmp_path / "moved", before)
 
     job = facet.job(facet.jobs("notes", limit=1)[0].id)
     assert job.state == "interrupted" and job.docs_indexed == 2
