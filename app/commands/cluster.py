@@ -74,14 +74,15 @@ def _stdin_stream() -> Any:
     return stream
 
 
-def read_stdin_texts(text_column: str | None) -> list[str]:
+def read_stdin_texts(text_column: str | None, skipped: list[int] | None = None) -> list[str]:
     """The texts on standard input, read as a .txt file is (``read_text_file``: one text per
     line, blank lines skipped, a UTF-8 BOM and CRLF line ends handled, binary or non-UTF-8
     input refused), at most ``STDIN_MAX_BYTES`` of it. A closed stdin reads as empty. Until
     2026-11-30 (seventh session) `facet cluster -` said "- does not exist" (exit 3), though
     ``--out -`` is stdout. (``facet embed -``'s reader; ``facet cluster -`` reads JSON lines as
-    records too: ``_stream_records``.)"""
-    return _stream_records(_stdin_stream(), STDIN_NAME, ".txt", text_column, utf8_only=True)[0]
+    records too: ``_stream_records``.) ``skipped``: the blank lines' numbers are added to it."""
+    return _stream_records(_stdin_stream(), STDIN_NAME, ".txt", text_column, utf8_only=True,
+                           skipped=skipped)[0]
 
 
 @contextmanager
@@ -136,11 +137,13 @@ def json_lines(data: bytes) -> bool:
 
 def _stream_records(stream: Any, name: str, suffix: str, text_column: str | None,
                     label_column: str | None = None, *, utf8_only: bool = False,
-                    records: bool = False) -> tuple[list[str], list[str]]:
+                    records: bool = False, skipped: list[int] | None = None,
+                    ) -> tuple[list[str], list[str]]:
     """The texts of a stream, and their labels from ``label_column`` (else none), read as a file
     of ``suffix`` is (``_held``). With ``records`` (``facet cluster``), a stream of no suffix
     whose lines are all JSON objects (``json_lines``) is read as a ``.jsonl`` file (each record's
-    text field, or ``text_column``; ``label_column`` taken), said on stderr.
+    text field, or ``text_column``; ``label_column`` taken), said on stderr. ``skipped`` as
+    ``read_text_file``'s.
 
     Raises:
         InvalidRequestError: ``label_column`` for a stream of lines (``param`` ``label_column``).
@@ -154,7 +157,8 @@ def _stream_records(stream: Any, name: str, suffix: str, text_column: str | None
             held = held.rename(held.with_suffix(".jsonl"))
         if label_column is None:
             return read_text_file(held, name=name, text_column=text_column,
-                                  choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only), []
+                                  choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only,
+                                  skipped=skipped), []
         if held.suffix == ".txt":
             what = "standard input is" if name == STDIN_NAME else f"{name} is a pipe or a device,"
             raise InvalidRequestError(f"{what} read as one text per line, with no columns (JSON "

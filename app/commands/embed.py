@@ -8,24 +8,33 @@ import typer
 
 from app.commands.common import argument_text, handle_errors, open_facet
 from app.errors import InvalidRequestError
-from app.text import printable, printable_json
+from app.text import plural, printable, printable_json
 
 
-def _texts_from_stdin() -> list[str]:
+def _texts_from_stdin(skipped: list[int]) -> list[str]:
     """`facet embed -`: the texts on standard input, one a line, read as `facet cluster -`
     reads them (``read_texts``'s reader: a UTF-8 BOM and CRLF handled, blank lines skipped,
-    input that is not UTF-8 text refused, exit 4); none is refused as an empty query is (exit
-    2). Until 2026-12-01 ``-`` was embedded as the text "-".
+    their numbers added to ``skipped``, input that is not UTF-8 text refused, exit 4); none is
+    refused as an empty query is (exit 2). Until 2026-12-01 ``-`` was embedded as the text "-".
 
     Raises:
         InvalidRequestError: standard input holds no text.
     """
     from app.commands.cluster import read_stdin_texts
 
-    texts = read_stdin_texts(None)
+    texts = read_stdin_texts(None, skipped)
     if not texts:
         raise InvalidRequestError("standard input holds no text to embed: give one text a line")
     return texts
+
+
+def skipped_note(skipped: list[int]) -> str:
+    """The note on standard input's blank lines, which have no vector: a script pairing lines
+    with vectors had them out of step from the first blank line on, with nothing said."""
+    shown = ", ".join(map(str, skipped[:10])) + (", ..." if len(skipped) > 10 else "")
+    return (f"note: {plural(len(skipped), 'blank line')} of standard input skipped ("
+            f"{'line' if len(skipped) == 1 else 'lines'} {shown}, in \"skipped_lines\"): the "
+            "vectors are of the other lines, in order")
 
 
 # The most characters of a description `facet embedders` prints in its table (the packaged
@@ -115,8 +124,9 @@ def register(cli: typer.Typer) -> None:
         from app.text import check_texts
 
         del as_json  # the output is JSON either way (scripts pass --json to every command)
+        skipped: list[int] = []  # standard input's blank lines, which have no vector
         if texts == ["-"]:
-            texts = _texts_from_stdin()
+            texts = _texts_from_stdin(skipped)
         elif "-" in texts:
             raise InvalidRequestError("- reads the texts from standard input: give it alone, not "
                                       "beside other texts")
@@ -154,5 +164,8 @@ def register(cli: typer.Typer) -> None:
             # False (with a note) where the embedder reads none: search's `instruction_read`.
             "instruction_read": result.instruction_read,
             **({"note": result.note} if result.note else {}),
+            **({"skipped_lines": skipped} if skipped else {}),
             "vectors": [[round(float(x), 6) for x in row] for row in vectors],
         }, indent=None))
+        if skipped:
+            typer.echo(skipped_note(skipped), err=True)

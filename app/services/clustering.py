@@ -1656,7 +1656,8 @@ CSV_OTHER_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "'|'"}
 
 
 def read_text_file(path: Path, name: str | None = None, text_column: str | None = None,
-                   choose: str = CHOOSE_TEXT_COLUMN, *, utf8_only: bool = False) -> list[str]:
+                   choose: str = CHOOSE_TEXT_COLUMN, *, utf8_only: bool = False,
+                   skipped: list[int] | None = None) -> list[str]:
     """Texts to cluster from a file: ``.json`` (a list of strings or of objects with a text
     field, or a GoalEx-style object with a ``texts`` list), ``.jsonl`` (a text field or a JSON
     string per line), ``.csv`` (the text column; the first row is the header), any other
@@ -1667,7 +1668,8 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     separated by one, read as comma-separated: refused, unless that name is ``text_column``).
     A csv with two or more columns and none of those names is refused (its first column, an
     id, was clustered with only a log line).
-    Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
+    Blank texts are skipped (of a file of lines, each blank line's number, from 1, is added to
+    ``skipped`` where given); a text that is not a string (``null``, a number) is an error.
     The file is decoded as `facet index` decodes plain text (``_read_text``: UTF-8, a UTF-16 or
     UTF-32 byte order mark, else a detected legacy charset, with a logged warning); with
     ``utf8_only`` (standard input, as `facet search -` reads a query) UTF-8 alone.
@@ -1684,7 +1686,8 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
             names the file and the line (or item).
         InvalidRequestError: ``text_column`` for a file of lines (no columns).
     """
-    return [text for text, _ in _text_records(path, name, text_column, choose, utf8_only=utf8_only)]
+    return [text for text, _ in _text_records(path, name, text_column, choose, utf8_only=utf8_only,
+                                              skipped=skipped)]
 
 
 def read_labelled_text_file(path: Path, label_column: str, name: str | None = None,
@@ -1705,8 +1708,10 @@ def read_labelled_text_file(path: Path, label_column: str, name: str | None = No
 
 
 def _text_records(path: Path, name: str | None, text_column: str | None, choose: str, *,
-                  utf8_only: bool = False, label_column: str | None = None) -> list[tuple[str, str | None]]:
-    """``read_text_file``'s texts, each with its label from ``label_column`` (None without one)."""
+                  utf8_only: bool = False, label_column: str | None = None,
+                  skipped: list[int] | None = None) -> list[tuple[str, str | None]]:
+    """``read_text_file``'s texts, each with its label from ``label_column`` (None without one),
+    and ``skipped`` as there."""
     where = name or str(path)
     suffix = path.suffix.lower()
     for option, column_name in (("text_column", text_column), ("label_column", label_column)):
@@ -1858,7 +1863,12 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 blank.append(f"row {line_no}")
         _note_blank(where, blank)
         return records
-    lines = [line for line in text_lines(raw) if not blank_text(line)]
+    every = text_lines(raw)
+    if every and not every[-1]:
+        every.pop()  # (what follows the last line's end is no line)
+    if skipped is not None:
+        skipped.extend(i for i, line in enumerate(every, 1) if blank_text(line))
+    lines = [line for line in every if not blank_text(line)]
     _refuse_tab_separated(where, lines)  # (the lines as written: a table's empty last cells count)
     return [(line.strip(), None) for line in lines]
 

@@ -117,6 +117,12 @@ def test_embed_dash_reads_the_texts_from_stdin(tmp_path) -> None:
     assert piped.returncode == 0, piped.stderr
     given = invoke_cli("embed", "hello", "world", "-e", "minilm", env=env)
     assert json.loads(piped.stdout)["vectors"] == json.loads(given.stdout)["vectors"]
+    # The blank line 2 has no vector: said, in the JSON and on stderr (it was skipped unsaid,
+    # and a script pairing lines with vectors had them out of step). None: no key, no note.
+    assert json.loads(piped.stdout)["skipped_lines"] == [2]
+    assert "note: 1 blank line of standard input skipped (line 2" in piped.stderr, piped.stderr
+    whole = invoke_cli("embed", "-", "-e", "minilm", env=env, input="hello\nworld\n")
+    assert "skipped_lines" not in json.loads(whole.stdout) and "blank" not in whole.stderr
     empty = invoke_cli("embed", "-", "-e", "minilm", env=env, input="")
     assert (empty.returncode, empty.stdout) == (2, "")
     assert empty.stderr.startswith("error: standard input holds no text"), empty.stderr
