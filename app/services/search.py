@@ -1459,8 +1459,20 @@ class SearchService:
                             f"{', queued' if state == 'queued' else ''}): nothing searchable "
                             "yet; a search finds only what it has written so far",
                             [e.name for e in coll.embedders])
-                    if state in ("completed", "failed", "interrupted", "cancelled") and \
-                            md.count_documents(session, coll.id, status="indexed"):
+                    written = state in ("completed", "failed", "interrupted", "cancelled") \
+                        and md.count_documents(session, coll.id, status="indexed")
+                    # A database shared by data folders, this one not the collection's: its
+                    # indexing is refused ("FACET_DATA_DIR may not be ..."), which the advice to
+                    # index it again sent the user to (the PostgreSQL review of the fourth
+                    # session of 2026-12-06).
+                    from app.services.collections import wrong_data_folder
+
+                    elsewhere = wrong_data_folder(session, self.ctx.settings, self.store, coll) \
+                        if written else None
+                    if elsewhere is not None:
+                        why = (f"{elsewhere}; set FACET_DATA_DIR to the data folder it was "
+                               "indexed into")
+                    elif written:
                         why = (f"the vector store holds none of it although job {job.id} "
                                f"{state} (its store folder removed, or the metadata restored "
                                "apart from it?); index its sources again to write it anew")

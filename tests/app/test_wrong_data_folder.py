@@ -37,6 +37,12 @@ def test_a_collection_missing_from_a_folder_holding_none_of_them_is_not_deleted(
     assert notes["store_missing"] and notes["store_elsewhere"] == said, notes
     shown = invoke_cli("collections", env=wrong).stdout
     assert "`facet delete notes` removes it" not in shown and "`facet delete notes --force`" in shown
+    # A search says so too: it said to index the collection again, which is refused here (the
+    # PostgreSQL review of the fourth session of 2026-12-06).
+    searched = invoke_cli("search", "ferries", "-c", "notes", env=wrong)
+    assert searched.returncode == 3, (searched.returncode, searched.stderr)
+    assert said in searched.stderr and "index its sources again" not in searched.stderr, \
+        searched.stderr
     refused = invoke_cli("delete", "notes", "-y", env=wrong)
     assert refused.returncode == 5, (refused.returncode, refused.stderr)
     assert f"collection 'notes' has no store folder here, and {said}" in refused.stderr
