@@ -103,9 +103,10 @@ def register(cli: typer.Typer) -> None:
                            (t.name for t in tables()))
         typer.echo(f"moved {plural(report.total_rows, 'row')} to {report.target} ({counts}); "
                    "row counts checked", err=True)
+        # (Its -wal and -shm, named only while there: the checkpoint folds them in.)
+        sides = [p.name for p in report.renamed[1:] if p.exists()]
         typer.echo(f"renamed {report.source} to {report.renamed[0].name}"
-                   + (f" (with {', '.join(p.name for p in report.renamed[1:])})"
-                      if len(report.renamed) > 1 else ""), err=True)
+                   + (f" (with {', '.join(sides)})" if sides else ""), err=True)
         typer.echo(f"{report.vectors}; from now on set:", err=True)
         typer.echo(report.export_line)
         if report.password_masked:

@@ -330,9 +330,13 @@ def moved_files(data_dir: Path) -> list[str]:
         return []
 
 
-# Said with every way back: a move undone drops what the new database got since.
+# Said with every way back: a move undone drops what the new database got since, and that
+# database keeps its copy of the metadata: a FACET_DATABASE_URL still set (the move printed its
+# export) read and wrote the vectors facet.db owns again, with no word (the PostgreSQL review of
+# the fourth session of 2026-12-06).
 _UNDO_WARNING = ("anything done since under the new database (collections indexed or deleted, "
-                 "jobs) lives only there")
+                 "jobs) lives only there; then unset FACET_DATABASE_URL and empty that database, "
+                 "or both own the same vectors")
 
 
 # How a move's target is said where it was recorded relative (as a move of before the second

@@ -235,7 +235,8 @@ def test_after_a_move_a_command_without_the_url_refuses_and_makes_no_facet_db(
             f"{url.replace(PASSWORD, '***')} on {record['moved_at']} (facet move-metadata): set "
             f"FACET_DATABASE_URL to it; to undo the move, rename {renamed} back to facet.db (and "
             "remove metadata-moved.json): anything done since under the new database "
-            "(collections indexed or deleted, jobs) lives only there")
+            "(collections indexed or deleted, jobs) lives only there; then unset "
+            "FACET_DATABASE_URL and empty that database, or both own the same vectors")
     for args in (("collections",), ("delete", "alpha", "-y"), ("jobs",)):
         refused = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
         assert (refused.returncode, refused.stderr.strip()) == (3, f"error: {said}"), refused
@@ -447,7 +448,8 @@ def test_without_its_record_the_renamed_file_still_refuses(tmp_path, postgres) -
         f"error: a {renamed} is here ({data}): this folder's metadata was moved to another "
         "database, or a move was interrupted: set FACET_DATABASE_URL to where it went, or "
         "rename the file back to facet.db (anything done since under the new database "
-        "(collections indexed or deleted, jobs) lives only there)")), refused
+        "(collections indexed or deleted, jobs) lives only there; then unset FACET_DATABASE_URL "
+        "and empty that database, or both own the same vectors)")), refused
     assert not (data / "facet.db").exists()
 
 
