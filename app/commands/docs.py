@@ -57,7 +57,8 @@ def register(cli: typer.Typer) -> None:
         name: Annotated[str | None, typer.Argument(
             help="a document: api, cli, deploy, evaluation, indexing, plugins, training, ui... "
                  "(docs/NAME.md, as messages name them); none: list them")] = None,
-        path: Annotated[bool, typer.Option("--path", help="print where the document is, not its text")]
+        path: Annotated[bool, typer.Option("--path", help="print where the document is, not its "
+                                                          "text (with no NAME: their folder)")]
             = False,
     ) -> None:
         """Print a document of Facet's documentation (what "see docs/NAME.md" points at), or list them."""
@@ -68,6 +69,9 @@ def register(cli: typer.Typer) -> None:
                 f"under {INSTALLED_DOCS} of this environment); it is in the source repository's "
                 "docs/ folder")
         docs = {p.stem: p for p in sorted(folder.glob("*.md"))}
+        if name is None and path:  # (it listed them, --path unheeded)
+            typer.echo(str(folder))
+            return
         if name is None:
             width = max(len(n) for n in docs)
             for stem, doc in docs.items():

@@ -47,6 +47,9 @@ def test_facet_docs_lists_prints_and_locates_the_documents() -> None:
         assert shown.exit_code == 0 and shown.output == (ROOT / "docs" / "api.md").read_text(), name
     where = runner.invoke(cli, ["docs", "deploy", "--path"])
     assert where.exit_code == 0 and where.output == f"{ROOT / 'docs' / 'deploy.md'}\n"
+    # No name: the folder (it listed the documents, --path unheeded).
+    folder = runner.invoke(cli, ["docs", "--path"])
+    assert folder.exit_code == 0 and folder.output == f"{ROOT / 'docs'}\n", folder.output
     wrong = runner.invoke(cli, ["docs", "plugin"])
     assert wrong.exit_code == 2
     assert "error: no document 'plugin' (did you mean 'plugins'?); the documents: api, cli, " in wrong.output
