@@ -34,7 +34,7 @@ from safetensors.torch import save_file
 
 from embedders.backbone import DEFAULT_DECODER, same_backbone
 from embedders.base import CONFIG_FILE
-from embedders.errors import CheckpointError
+from embedders.errors import CheckpointError, InvalidInputError
 from embedders.methods.common import ADAPTER_FILE, HEADS_FILE, read_weights
 from embedders.training.trainer import replace_dir
 
@@ -80,16 +80,17 @@ def _comparable(config: dict[str, Any], free: frozenset[str]) -> dict[str, Any]:
 
 
 def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Raise CheckpointError unless every ingredient is the same method with the same inference
-    settings (the served ``max_length`` aside); return the training-only fields and budgets that
-    differ (reported, not refused)."""
+    """Raise InvalidInputError unless every ingredient is the same method with the same inference
+    settings (the served ``max_length`` aside): a combination that cannot be averaged is a bad
+    request (exit 2), not a damaged checkpoint (exit 4, as it was: a script could not tell them
+    apart); return the training-only fields and budgets that differ (reported, not refused)."""
     from embedders.registry import training_only_fields
 
     first = metas[0]
     free = training_only_fields(str(first.get("method"))) | _SERVING_FREE
     for path, meta in zip(paths[1:], metas[1:], strict=True):
         if meta.get("method") != first.get("method"):
-            raise CheckpointError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
+            raise InvalidInputError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
                                   f"({meta.get('method')}): a soup needs one method")
         a, b = (_comparable(m.get("config", {}), free) for m in (first, meta))
         backbones = [str(m.get("config", {}).get("backbone", DEFAULT_DECODER)) for m in (first, meta)]
@@ -97,7 +98,7 @@ def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[st
             a["backbone"], b["backbone"] = backbones
         if a != b:
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-            raise CheckpointError(f"cannot average {paths[0]} with {path}: their configs differ in "
+            raise InvalidInputError(f"cannot average {paths[0]} with {path}: their configs differ in "
                                   f"{', '.join(keys)} (only LoRA rank/alpha/dropout, max_length and "
                                   "training-only fields may differ)")
     diffs: dict[str, list[Any]] = {}
@@ -135,7 +136,9 @@ def _check_factor_shapes(paths: list[Path], states: list[dict[str, tuple[torch.T
     the wrong scale (alpha / r), exit 0.
 
     Raises:
-        CheckpointError: naming the file, the module and the shapes.
+        CheckpointError: factors not of their config's rank (damaged), naming the file, the
+            module and the shapes.
+        InvalidInputError: factors of other module widths than the first's (another backbone).
     """
     for p, state, r in zip(paths, states, ranks, strict=True):
         for key, (a, b) in state.items():
@@ -148,7 +151,7 @@ def _check_factor_shapes(paths: list[Path], states: list[dict[str, tuple[torch.T
         for key, (a, b) in state.items():
             a0, b0 = states[0][key]
             if a.shape[1] != a0.shape[1] or b.shape[0] != b0.shape[0]:
-                raise CheckpointError(
+                raise InvalidInputError(
                     f"{p / ADAPTER_FILE}: {key} adapts a {a.shape[1]} -> {b.shape[0]} weight where "
                     f"{paths[0] / ADAPTER_FILE} adapts {a0.shape[1]} -> {b0.shape[0]}; a soup "
                     "needs checkpoints of the same backbone")
@@ -220,7 +223,9 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
             sum of the ranks (``SoupReport.exact_rank``); pass that for no truncation.
 
     Raises:
-        CheckpointError: fewer than two ingredients, a missing file, mixed methods or configs.
+        CheckpointError: fewer than two ingredients, a missing or damaged file.
+        InvalidInputError: ingredients that cannot be averaged (mixed methods, configs,
+            targets or backbones, heads in some only).
         ValueError: bad weights or rank.
     """
     paths = [Path(p) for p in checkpoints]
@@ -258,7 +263,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     loras = [m.get("config", {}).get("lora", {}) for m in metas]
     ranks = [int(lo.get("r", 0)) for lo in loras]
     if any(r != ranks[0] for r in ranks) and 0 in ranks:
-        raise CheckpointError("cannot average a checkpoint without LoRA (r=0) with one that has it")
+        raise InvalidInputError("cannot average a checkpoint without LoRA (r=0) with one that has it")
 
     # The adapters: sum_i w_i * scale_i * B_i @ A_i per module, in stacked factored form.
     report_energy: list[float] = []
@@ -281,7 +286,8 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         keys = set(states[0])
         for p, s in zip(paths[1:], states[1:], strict=True):
             if set(s) != keys:
-                raise CheckpointError(f"{p} adapts other modules than {paths[0]}; a soup needs the same targets")
+                raise InvalidInputError(f"{p} adapts other modules than {paths[0]}; a soup needs the "
+                                        "same targets")
         _check_factor_shapes(paths, states, ranks)
         scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
         for j in range(1, len(states)):
@@ -305,7 +311,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     head_files = [p / HEADS_FILE for p in paths]
     present = [f.is_file() for f in head_files]
     if any(present) and not all(present):
-        raise CheckpointError("some ingredients have heads.safetensors and others do not")
+        raise InvalidInputError("some ingredients have heads.safetensors and others do not")
     if all(present):
         head_states = [read_weights(f) for f in head_files]
         for f, hs in zip(head_files[1:], head_states[1:], strict=True):

@@ -90,6 +90,28 @@ def test_a_soup_with_an_unreadable_ingredient_log_warns_and_is_made(ckpt, tmp_pa
     assert (tmp_path / "soup" / "facet_config.json").is_file()
 
 
+def test_a_soup_of_two_methods_is_a_bad_request_not_a_damaged_checkpoint(ckpt, tmp_path) -> None:
+    """Exit 2, as a bad --weights is: it exited 4, a damaged checkpoint's code, so a script
+    could not tell a wrong combination from a corrupt file (the review of less-travelled
+    commands, the fourth session of 2026-12-06). A damaged ingredient stays 4."""
+    import json
+
+    a = Path(shutil.copytree(ckpt, tmp_path / "a"))
+    other = Path(shutil.copytree(ckpt, tmp_path / "other"))
+    meta = json.loads((other / "facet_config.json").read_text())
+    meta["method"] = "causal2vec"
+    (other / "facet_config.json").write_text(json.dumps(meta))
+    code, output = _invoke("soup", str(a), str(other), "--out", str(tmp_path / "soup"))
+    assert code == 2 and "a soup needs one method" in output, (code, output)
+    from embedders.methods.common import ADAPTER_FILE
+
+    b = Path(shutil.copytree(ckpt, tmp_path / "b"))
+    (b / ADAPTER_FILE).write_bytes(b"not weights")
+    code, output = _invoke("soup", str(a), str(b), "--out", str(tmp_path / "soup"))
+    assert code == 4, (code, output)
+    assert not (tmp_path / "soup").exists()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU")
 def test_the_no_gpu_message_names_the_device_as_set(monkeypatch, tmp_path) -> None:
     """FACET_DEVICE=cuda:0 was said as 'cuda' (the embedders' own word) by the API and the worker."""

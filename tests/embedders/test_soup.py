@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from app.cli import cli
-from embedders.errors import CheckpointError
+from embedders.errors import CheckpointError, InvalidInputError
 from embedders.training.soup import make_soup
 
 
@@ -92,10 +92,10 @@ def test_a_soup_of_one_checkpoint_with_itself_is_that_checkpoint(pair, tmp_path)
 def test_mismatched_ingredients_are_refused_before_anything_is_written(pair, tmp_path, smollm2_cut):
     a, b = pair
     other_method = _checkpoint(tmp_path, "eos", 3, smollm2_cut, method="causal-eos")
-    with pytest.raises(CheckpointError, match="one method"):
+    with pytest.raises(InvalidInputError, match="one method"):
         make_soup([a, other_method], tmp_path / "x")
     other_template = _checkpoint(tmp_path, "eos-template", 5, smollm2_cut, template="eos")
-    with pytest.raises(CheckpointError, match="template"):
+    with pytest.raises(InvalidInputError, match="template"):
         make_soup([a, other_template], tmp_path / "x")
     with pytest.raises(CheckpointError, match="at least two"):
         make_soup([a], tmp_path / "x")
@@ -257,7 +257,7 @@ def test_factors_of_another_width_or_rank_are_refused_naming_the_module(pair, tm
     a, b = pair
     wider = _copy_with(b, tmp_path / "wider", adapter=lambda k, v: torch.cat(
         [v, v[:, :1]], dim=1) if ".lora_A." in k else v)
-    with pytest.raises(CheckpointError, match=r"adapts a \d+ -> \d+ weight where .* a soup needs "
+    with pytest.raises(InvalidInputError, match=r"adapts a \d+ -> \d+ weight where .* a soup needs "
                                               "checkpoints of the same backbone"):
         make_soup([a, wider], tmp_path / "x")
     edited = _copy_with(b, tmp_path / "edited", lora={"r": 4, "alpha": 8})
@@ -299,7 +299,7 @@ def test_an_older_ingredients_relative_backbone_and_its_absolute_path_are_one_ba
     assert json.loads((tmp_path / "soup" / "facet_config.json").read_text())["config"]["backbone"] == absolute
     meta["config"]["backbone"] = "some-other-model"
     (old / "facet_config.json").write_text(json.dumps(meta))
-    with pytest.raises(CheckpointError, match="their configs differ in backbone"):
+    with pytest.raises(InvalidInputError, match="their configs differ in backbone"):
         make_soup([old, b], tmp_path / "other")
 
 
