@@ -10,6 +10,7 @@ right to left and its cut marks ("…") land at its ends, not mid-sentence.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import html
 import json
 import re
@@ -752,6 +753,20 @@ def job_message(job: JobInfo, hint: str | None = None) -> str:
 CANCELLING = "<b>cancelling</b> (it stops after this batch; what it indexed is kept)"
 
 
+def _running_for(job: JobInfo) -> float | None:
+    """Seconds since a running ``job`` started (its ``started_at``, UTC); None for a job not
+    running, or of no readable start."""
+    if job.state != "running" or not job.started_at:
+        return None
+    try:
+        started = dt.datetime.fromisoformat(job.started_at)
+    except ValueError:
+        return None
+    if started.tzinfo is None:  # (the core writes UTC without an offset)
+        started = started.replace(tzinfo=dt.UTC)
+    return max(0.0, (dt.datetime.now(dt.UTC) - started).total_seconds())
+
+
 def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
              notices: Sequence[str] = ()) -> str:
     """A progress bar for an index job, with its collection, counters and state, its message
@@ -765,7 +780,13 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     else:
         fraction = 0.0
     of = f"/{total:,}" if total else ""
+    # A running job's time since it started, which goes on with each poll: the stages' sum
+    # grows only as a stage ends, and read "(2.0 s of work)" for the 100 s of one long batch
+    # (the UI review of the fourth session of 2026-12-06).
+    since = _running_for(job)
     elapsed = sum(job.timings.values())
+    timing = (f" (started {since:,.0f} s ago)" if since is not None else
+              f" ({elapsed:.1f} s of work)" if elapsed else "")
     # The state after a colon, apart from the name: "Job 2 into <b>big</b> <b>running</b>" read
     # as one name, "big running". A running job asked to stop says so until its batch ends (it
     # read "running ... encoding chunk 64/194 of this batch" for 13 s, the Cancel button still
@@ -776,13 +797,11 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             f"{done:,}{of} documents seen, "
             f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
             f"{job.docs_failed:,} failed, {removed_said(job)}{job.chunks_written:,} "
-            f"chunk{'' if job.chunks_written == 1 else 's'} written"
-            + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
+            f"chunk{'' if job.chunks_written == 1 else 's'} written{timing}")
     if job.removed_keys_total:  # a removal (`facet delete C --document KEY`): what it removed
         text = (f"Removal job {job.id} from <b>{esc(job.collection)}</b>: "
                 f"{state}, {job.docs_deleted:,} of "
-                f"{plural(job.removed_keys_total, 'document', grouped=True)} removed"
-                + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
+                f"{plural(job.removed_keys_total, 'document', grouped=True)} removed{timing}")
     said = job_message(job) if message is None else message
     # The documents its message and notices name, as the errors table under the bar names them
     # (``source_relative``): a warning under it read "They are in 1 document:

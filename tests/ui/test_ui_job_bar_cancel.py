@@ -318,3 +318,20 @@ def test_a_delete_refused_for_a_job_says_the_pages_ways_to_wait_or_cancel(minilm
     finally:
         facet.job_runner = runner
         facet.close()
+
+
+def test_a_running_jobs_bar_counts_the_time_since_it_started() -> None:
+    """The bar said "(2.0 s of work)" for the whole 100 s of one long batch: the stages' sum
+    grows only as a stage ends (the UI review of the fourth session of 2026-12-06). A running
+    job's says the time since it started, which goes on with each poll; an ended one's, its
+    work."""
+    import datetime as dt
+    import re
+
+    from ui.render import job_html
+
+    started = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=100)).replace(tzinfo=None)
+    html = job_html(_job(started_at=started.isoformat(), timings={"parse_chunk": 2.0}), 1600)
+    assert re.search(r"\(started 10[01] s ago\)", html) and "s of work" not in html, html
+    done = job_html(_job(state="completed", timings={"parse_chunk": 2.0, "encode": 99.6}), 1600)
+    assert "(101.6 s of work)" in done and "ago" not in done, done
