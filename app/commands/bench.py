@@ -131,10 +131,16 @@ def register(cli: typer.Typer) -> None:
         _check_part_data(settings.shared_data_dir, wanted, source)
         # Every embedder a part loads, before any part runs: a typo in --rerank was found when
         # the search part started, and the index and store figures already measured were lost.
+        from app.errors import UnknownModelError
+        from embedders.errors import UnknownEmbedderError
         from embedders.registry import check_embedder
 
-        for spec in _embedders_used(wanted, embedder, rerank, gircse, gircse_baseline):
-            check_embedder(spec)
+        for spec, option in _embedders_used(wanted, embedder, rerank, gircse,
+                                            gircse_baseline).items():
+            try:
+                check_embedder(spec)
+            except UnknownEmbedderError as e:  # (it did not say which option named it)
+                raise UnknownModelError(f"{option} {spec!r}: {e}") from None
         if "gircse-cache" in wanted:
             _check_gircse_part(gircse, soft_tokens)
         if out is not None:  # before the work, not after it (the figures were lost)
@@ -274,7 +280,8 @@ def _check_gircse_part(gircse: str, soft_tokens: int) -> None:
 
     method = embedder_method(gircse)
     if method is not None and method != "gircse":
-        raise InvalidRequestError(f"--gircse {gircse}: a {method} embedder, not a GIRCSE one; "
+        article = "an" if method[:1] in "aeiou" else "a"  # ("a encoder-mean embedder")
+        raise InvalidRequestError(f"--gircse {gircse}: {article} {method} embedder, not a GIRCSE one; "
                                   "give a GIRCSE checkpoint (gircse, the default)")
     if soft_tokens > MAX_SOFT_TOKENS:
         raise InvalidRequestError(f"--soft-tokens must be from 1 to {MAX_SOFT_TOKENS}, not "
@@ -282,16 +289,20 @@ def _check_gircse_part(gircse: str, soft_tokens: int) -> None:
 
 
 def _embedders_used(wanted: set[str], embedder: str, rerank: str, gircse: str,
-                    gircse_baseline: str) -> list[str]:
-    """The embedder options the ``wanted`` parts load, each once, in the order given."""
-    used = []
+                    gircse_baseline: str) -> dict[str, str]:
+    """The embedders the ``wanted`` parts load, each once, in the order given, with the option
+    that names each (its first)."""
+    used: list[tuple[str, str]] = []
     if wanted - {"gircse-cache"}:
-        used.append(embedder)
+        used.append(("--embedder", embedder))
     if "search" in wanted:
-        used.append(rerank)
+        used.append(("--rerank", rerank))
     if "gircse-cache" in wanted:
-        used += [gircse, gircse_baseline]
-    return list(dict.fromkeys(used))
+        used += [("--gircse", gircse), ("--gircse-baseline", gircse_baseline)]
+    named: dict[str, str] = {}
+    for option, spec in used:
+        named.setdefault(spec, option)
+    return named
 
 
 def _stages(stages_ms: dict[str, float]) -> str:

@@ -381,8 +381,11 @@ def test_bench_refuses_what_it_cannot_measure_before_any_part_runs(tmp_path, run
     out = tmp_path / "b.json"
     small = ("--points", "5", "--local-points", "5", "--out", str(out))
     for args, code, fragment in [
-        (("--parts", "store,search", "--rerank", "minilmm", *small), 2, "unknown embedder 'minilmm'"),
-        (("--parts", "store,gircse-cache", "--gircse", "nope", *small), 2, "unknown embedder 'nope'"),
+        # Named by its option (the review of the fourth session of 2026-12-06: it was not).
+        (("--parts", "store,search", "--rerank", "minilmm", *small), 2,
+         "--rerank 'minilmm': unknown embedder 'minilmm'"),
+        (("--parts", "store,gircse-cache", "--gircse", "nope", *small), 2,
+         "--gircse 'nope': unknown embedder 'nope'"),
         (("--parts", "", *small), 2, "--parts names no part; pick from api-embed"),
         (("--parts", "index", "--source", str(tmp_path), *small), 2,
          f"--source {tmp_path} holds no file to index; give a folder or file of a supported type"),
@@ -390,6 +393,8 @@ def test_bench_refuses_what_it_cannot_measure_before_any_part_runs(tmp_path, run
         # figures before it lost.
         (("--parts", "store,gircse-cache", "--gircse", "causal-eos", *small), 2,
          "--gircse causal-eos: a causal-eos embedder, not a GIRCSE one"),
+        (("--parts", "store,gircse-cache", "--gircse", "minilm", *small), 2,
+         "--gircse minilm: an encoder-mean embedder, not a GIRCSE one"),
         (("--parts", "store,gircse-cache", "--soft-tokens", "65", *small), 2,
          "--soft-tokens must be from 1 to 64, not 65"),
         (("--parts", "store,api-search", "--threads", "0", *small), 2, "--threads"),
@@ -407,9 +412,11 @@ def test_bench_refuses_what_it_cannot_measure_before_any_part_runs(tmp_path, run
     # An option no wanted part uses is not looked at (--gircse names a checkpoint few have).
     from app.commands.bench import _embedders_used
 
-    assert _embedders_used({"store", "index"}, "minilm", "r", "g", "gb") == ["minilm"]
-    assert _embedders_used({"search", "gircse-cache"}, "minilm", "minilm", "g", "gb") == ["minilm", "g", "gb"]
-    assert _embedders_used({"gircse-cache"}, "minilm", "r", "g", "gb") == ["g", "gb"]
+    assert _embedders_used({"store", "index"}, "minilm", "r", "g", "gb") == {"minilm": "--embedder"}
+    assert _embedders_used({"search", "gircse-cache"}, "minilm", "minilm", "g", "gb") == {
+        "minilm": "--embedder", "g": "--gircse", "gb": "--gircse-baseline"}
+    assert _embedders_used({"gircse-cache"}, "minilm", "r", "g", "gb") == {
+        "g": "--gircse", "gb": "--gircse-baseline"}
 
 
 def test_bench_prints_stage_timings_in_ms_and_rounds_drive_the_api_parts(monkeypatch, run) -> None:
