@@ -257,9 +257,11 @@ def owned_elsewhere(name: str, owner: str) -> str:
     """Why the vectors of stray ``name`` are not deleted: the collection of the data folder's
     facet.db they belong to (``owner``, a stray's ``owner``), and what to do."""
     if MOVING in owner:
+        # ("never received" was said while the move's commit was still hanging: it landed.)
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}, which this "
-                "database never received: unset FACET_DATABASE_URL and run any command to be "
-                "told how to finish or undo that move (docs/deploy.md)")
+                "database does not hold (yet: the move's commit may still be under way): unset "
+                "FACET_DATABASE_URL and run any command to be told how to finish or undo that "
+                "move (docs/deploy.md)")
     if owner == FOLDER_DATABASE:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
                 f"FACET_DATABASE_URL to use or delete it, {MOVE_IT} (docs/deploy.md)")

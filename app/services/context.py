@@ -366,7 +366,9 @@ def moved_message(data_dir: Path, record: dict[str, Any]) -> str:
                 "been committed there; list the collections with FACET_DATABASE_URL set to it "
                 f"(facet collections): if they are there, keep FACET_DATABASE_URL set (and "
                 f"leave {MOVED_RECORD}); if it holds none, undo the move: rename {renamed} back "
-                f"to facet.db and remove {MOVED_RECORD}")
+                f"to facet.db and remove {MOVED_RECORD} (once no session of the move is left on "
+                "that database: a commit still hanging there lands later; PostgreSQL lists them "
+                "in pg_stat_activity)")
     if isinstance(record.get("target"), str) and relative_target(target):
         # "set FACET_DATABASE_URL to it" gave a database of that name in each working folder.
         use = (f" ({RECORDED_RELATIVE}): set FACET_DATABASE_URL to that file's URL with its "

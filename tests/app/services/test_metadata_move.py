@@ -485,7 +485,8 @@ def test_a_mover_killed_before_its_commit_leaves_a_moving_record(tmp_path, postg
                 f" on {record['moved_at']} (facet move-metadata) did not finish (the process was "
                 "killed): it may or may not have been committed there") in refused.stderr
         assert (f"if it holds none, undo the move: rename {renamed} back to facet.db and remove "
-                "metadata-moved.json") in refused.stderr
+                "metadata-moved.json (once no session of the move is left on that database: a "
+                "commit still hanging there lands later") in refused.stderr
     assert not (data / "facet.db").exists() and _rows(url) == (0, 0)
 
 
@@ -515,8 +516,9 @@ def test_the_vectors_of_a_move_killed_before_its_commit_are_no_strays_to_delete(
     assert "facet delete tiny` removes them" not in shown and owner in shown, shown
     refused = invoke_cli("delete", "tiny", "-y", env=env)
     assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
-    assert (f"the vectors of 'tiny' belong to collection 'tiny' of {owner}, which this database never "
-            "received: unset FACET_DATABASE_URL") in refused.stderr, refused.stderr
+    assert (f"the vectors of 'tiny' belong to collection 'tiny' of {owner}, which this database does "
+            "not hold (yet: the move's commit may still be under way): unset FACET_DATABASE_URL"
+            ) in refused.stderr, refused.stderr
     assert (data / "qdrant-edge" / "tiny").is_dir()
 
 
