@@ -2434,9 +2434,12 @@ class SearchService:
                                                              column == v).limit(1)):
                             continue  # a record's id, or a key stored so
                         tail = os.path.normpath(v)
+                        # In any case, on every database: SQLite's LIKE ignores the case of ASCII
+                        # letters, PostgreSQL's does not, and `source=md/NOTE1.md` was told of
+                        # note1.md on one only (the PostgreSQL review of 2026-12-06).
                         ends = list(session.scalars(select(column).where(
                             D.collection_id == coll.id,
-                            column.endswith(os.sep + tail, autoescape=True)).distinct()
+                            column.iendswith(os.sep + tail, autoescape=True)).distinct()
                             .limit(_PATH_NOTES)))
                         if ends:
                             notes.append(

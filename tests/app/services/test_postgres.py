@@ -300,6 +300,28 @@ def test_an_empty_filtered_search_names_missing_keys_on_postgres(make_ctx, tmp_p
         CollectionService(ctx).delete("pgf")  # (the database is shared by the module's tests)
 
 
+def test_a_relative_source_is_matched_in_any_case_on_postgres_as_on_sqlite(make_ctx, tmp_path,
+                                                                          postgres_url) -> None:
+    """`source=md/NOTE1.md` was told of .../md/note1.md on SQLite (whose LIKE ignores the case
+    of ASCII letters) and of nothing on PostgreSQL (the PostgreSQL review of the fourth session
+    of 2026-12-06)."""
+    (tmp_path / "src" / "md").mkdir(parents=True)
+    (tmp_path / "src" / "md" / "note1.md").write_text("ferry timetable for the winter")
+    notes = {}
+    for name, url in (("sqlite", None), ("postgres", postgres_url)):
+        ctx = make_ctx(data_dir=tmp_path / name, database_url=url)
+        IndexService(ctx).index(tmp_path / "src", "pgcase")
+        try:
+            response = SearchService(ctx).search(SearchRequest(
+                "ferry", "pgcase", top_k=3, mode="dense", filters={"source": "md/NOTE1.md"}))
+            assert response.results == []
+            notes[name] = response.note or ""
+        finally:
+            CollectionService(ctx).delete("pgcase")
+    want = f"source={tmp_path / 'src' / 'md' / 'note1.md'}"
+    assert want in notes["postgres"] and want in notes["sqlite"], notes
+
+
 def test_a_database_outage_under_a_running_server_is_unavailable_not_a_bug(make_ctx, tmp_path,
                                                                           postgres: Cluster) -> None:
     """PostgreSQL stopped under a running server: every request was a 500 "internal error
