@@ -93,6 +93,7 @@ from app.services.search import (
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
 from app.uploads import (
+    TAKEN_BACK,
     UploadResult,
     check_uploads,
     drop_unindexable,
@@ -1247,8 +1248,7 @@ class Facet:
             return
         gone = take_back(folder, job.id)
         if gone:
-            self.indexing.note_message(job.id, f"{job.message}; the files it uploaded were taken "
-                                               f"back: {', '.join(gone)}")
+            self.indexing.note_message(job.id, f"{job.message}; {TAKEN_BACK}: {', '.join(gone)}")
 
     def _earlier_upload_failures(self, collection: str, folder: Path) -> list[str]:
         """Before an upload job: what the collection's last finished upload job could not

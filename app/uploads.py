@@ -278,6 +278,11 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+# What a cancelled upload job's message says of the files taken back (``Facet.cancel_job``),
+# then their names; the UI offers no Resume for such a job.
+TAKEN_BACK = "the files it uploaded were taken back"
+
+
 def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
     updates its document instead of adding a copy). Uploads that would share a name there

@@ -56,6 +56,7 @@ from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served_note
 from app.settings import FacetSettings
 from app.text import plural, printable
+from app.uploads import TAKEN_BACK
 from ui import documents as docs_view
 from ui import inputs, render
 
@@ -108,8 +109,9 @@ CLUSTER_STOPPED = ("Clustering stopped: nothing was kept. The server ends the wo
 # What a stopped job's message says to do, in the page's words (the core's names a command line).
 RESUME_HINT = ("to go on, pick it as the stopped job on the Index tab and press Resume: what was "
                "indexed is kept")
-# An upload job cancelled before it started: its files were taken back (``Facet.upload``), and
-# Resume indexed the folder without them ("0 documents seen ... nothing to index").
+# An upload job cancelled before it started whose files were taken back (``Facet.upload``, its
+# message says ``TAKEN_BACK``): Resume indexed the folder without them ("0 documents seen ...
+# nothing to index"). One a restart stopped while queued keeps its files, and is resumed.
 UPLOAD_AGAIN_HINT = "to index them, upload them again"
 NOT_HERE_HINT = ("this page cannot resume it (its files are not the collection's uploads or a "
                  "folder this page may index, or its embedder is not offered here); ask the "
@@ -1066,7 +1068,8 @@ class UiHandlers:
                 found[job.id] = Stopped(job, render.job_message(
                     job, f"job {later.id} went on with the same files since"))
                 continue
-            if job.started_at is None and self._of_uploads(job):
+            if job.state == "cancelled" and job.started_at is None and \
+                    TAKEN_BACK in (job.message or "") and self._of_uploads(job):
                 found[job.id] = Stopped(job, render.job_message(job, UPLOAD_AGAIN_HINT))
                 continue
             source, embedder = self._resume_target(job)

@@ -335,3 +335,42 @@ def test_a_running_jobs_bar_counts_the_time_since_it_started() -> None:
     assert re.search(r"\(started 10[01] s ago\)", html) and "s of work" not in html, html
     done = job_html(_job(state="completed", timings={"parse_chunk": 2.0, "encode": 99.6}), 1600)
     assert "(101.6 s of work)" in done and "ago" not in done, done
+
+
+def test_an_upload_job_a_restart_stopped_while_queued_is_still_offered_to_resume(minilm,
+                                                                               tmp_path) -> None:
+    """Its files were not taken back (only a cancel takes them back): it is offered to Resume,
+    as before 1fd87f81, which said "upload them again" of every stopped upload job that never
+    started (the verification round of the fourth session of 2026-12-06). The process that
+    queued it ended (a server stopped): its pid is one that has exited."""
+    import subprocess
+
+    from indexer import metadata as md
+    from tests.ui.test_browser_a11y import _Held
+    from tests.ui.test_ui_api import _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    runner = facet.job_runner
+    try:
+        note = tmp_path / "queued.txt"
+        note.write_text("A note whose job waited in the queue when the server stopped.")
+        facet.job_runner = _Held()  # (never taken: it stays queued)
+        job = facet.upload("rho", [note]).job
+        ended = subprocess.Popen(["true"])
+        ended.wait()
+        with facet.context.sessions() as session:
+            row = md.get_job(session, job.id)
+            assert row is not None
+            row.pid = ended.pid
+            session.commit()
+        stopped = facet.job(job.id)
+        assert stopped.state == "interrupted" and stopped.started_at is None, stopped
+        assert (facet.upload_folder("rho") / "queued.txt").is_file()
+        _, jobs = handlers.collections()
+        said = next(r for r in jobs if r[0] == job.id)[-1]
+        assert "press Resume" in said and "upload them again" not in said, said
+        row_update, picker = handlers.stopped_jobs()
+        assert row_update["visible"] and picker["value"] == job.id
+    finally:
+        facet.job_runner = runner
+        facet.close()
