@@ -388,7 +388,9 @@ def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
 # page has it now, a pick made while the refresh ran included, kept while it is among the
 # choices (any typed name in the Index tab's, a new collection's), else the first choice.
 KEEP_PICKS_JS = """(search, compare, cluster, index, remove, documents, lists) => {
-  const names = (lists || {}).collections || [], deletable = (lists || {}).deletable || [];
+  if (!lists || !Array.isArray(lists.collections) || !Array.isArray(lists.deletable))
+    return [search, compare, cluster, index, remove, documents];  // (no lists read: as they are)
+  const names = lists.collections, deletable = lists.deletable;
   const keep = (value, among) => among.includes(value) ? value : (among[0] ?? null);
   return [keep(search, names), keep(compare, names), keep(cluster, names),
           index || (names[0] ?? null), keep(remove, deletable), keep(documents, names)];
@@ -881,8 +883,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             """The pickers' choices read again, then their values checked in the browser: the
             last event (a listing of the documents view goes after it)."""
             picks = [*pickers_in, d_collection]
+            # `success`: after a failed read the lists are the last one's, or none yet.
             return event(h.picker_choices, None, [*pickers_out, d_collection, picker_lists],
-                         api_name="refresh_pickers", api_visibility="private", **light).then(
+                         api_name="refresh_pickers", api_visibility="private", **light).success(
                 None, [*picks, picker_lists], picks, js=KEEP_PICKS_JS,
                 api_name="lambda_keep_picks", api_visibility="private", queue=False)
 

@@ -216,6 +216,33 @@ def test_a_collection_picked_while_the_lists_are_read_again_stays_picked(
         _wait_text(page, "#documents-table", "alpha-notes.txt", absent="n0")
 
 
+def test_a_failed_read_of_the_lists_leaves_every_pick_as_it_was(served, monkeypatch) -> None:
+    """A refresh whose read of the lists failed (the database out of reach) leaves every pick as
+    it was: the browser's check of the picks (``KEEP_PICKS_JS``) runs after a read that
+    succeeded only, and keeps them all where it has no lists (a risk the verification round of
+    the fourth session of 2026-12-06 read in the code: a fresh page has none; not seen here on
+    the code before, whose chain did not go on after the failure)."""
+    from app.errors import UnavailableError
+    from ui.handlers import UiHandlers
+
+    demo, _ = served
+
+    def down(self: Any) -> list[str]:
+        raise UnavailableError("the metadata database is out of reach")
+
+    with browser_page(demo.local_url, "(document.querySelector('#search-collection input') "
+                                      "|| {}).value === 'notes'") as fresh:
+        monkeypatch.setattr(UiHandlers, "_collections", down)
+        open_tab(fresh, "Collections")  # (its select reads the lists again)
+        assert "out of reach" in toast_text(fresh)
+        fresh.wait_for_timeout(1000)  # what the failed read set off
+        assert fresh.input_value("#delete-collection input") == "notes"
+        for tab, picker in (("Search", "search-collection"), ("Compare", "compare-collection"),
+                            ("Cluster", "cluster-collection")):
+            open_tab(fresh, tab)  # (a tab not shown is not drawn)
+            assert fresh.input_value(f"#{picker} input") == "notes", picker
+
+
 def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> None:
     from app.core import Facet
 
