@@ -938,14 +938,15 @@ class UiHandlers:
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
 
     def _gone(self, name: str, new_name: str | None) -> str | None:
-        """Said where ``name`` was picked (no new name typed) and is no collection now: deleted
-        meanwhile, by another page or the command line, the job made it anew without a word,
-        holding the new files alone (the UI review of the fourth session of 2026-12-06)."""
+        """Said where ``name`` comes from the picker (no new name typed in its box) and is no
+        collection now: one picked, then deleted meanwhile by another page or the command line,
+        was made anew without a word, holding the new files alone (the UI review of the fourth
+        session of 2026-12-06); a name typed into the picker is new too."""
         if (new_name or "").strip() or self._info(name) is not None:
             return None
-        return (f"There is no collection '{name}' now (deleted meanwhile, on another page?): this "
-                "job makes a new one of that name. To index into another collection, cancel it "
-                "and pick that one.")
+        # (Not "deleted meanwhile" alone: a name typed into the picker is taken as a new one too.)
+        return (f"There is no collection '{name}': this job makes a new one of that name (if you "
+                "picked it from the list, another page or the command line deleted it meanwhile).")
 
     @staticmethod
     def _target(collection: str | None, new_name: str | None) -> str:

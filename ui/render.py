@@ -700,15 +700,19 @@ STOPPED_STATES = ("interrupted", "cancelled")
 
 # The core's hints for a job name the command line and the API (``follow_hint``, a cancel's
 # `facet jobs N --cancel`, POST /jobs/N/cancel); a refusal shown on the page names its own
-# controls instead: a delete refused while a job indexed the collection sent the user to the
-# tab they were on, and to commands (the UI review of the fourth session of 2026-12-06).
+# controls first: a delete refused while a job indexed the collection sent the user to the tab
+# they were on, and to commands (the UI review of the fourth session of 2026-12-06). The
+# command stays beside Cancel job, which only a page showing the job's bar has (a job of
+# another page, of the command line).
 _PAGE_HINTS = (
     (re.compile(r"`facet jobs \d+ --follow`, GET /jobs/\d+, or the UI's Collections tab"),
      "the Collections tab's jobs table shows it"),
-    (re.compile(r"each: `facet jobs N --cancel`, POST /jobs/N/cancel, N one of [\d, ]+"),
-     "each with Cancel job, under its bar on the Index tab"),
-    (re.compile(r"`facet jobs \d+ --cancel`, POST /jobs/\d+/cancel"),
-     "Cancel job, under its bar on the Index tab"),
+    (re.compile(r"each: `facet jobs N --cancel`, POST /jobs/N/cancel, N one of ([\d, ]+)"),
+     r"each with Cancel job, under its bar on the Index tab of a page that shows it, or "
+     r"`facet jobs N --cancel`, N one of \1"),
+    (re.compile(r"`facet jobs (\d+) --cancel`, POST /jobs/\d+/cancel"),
+     r"Cancel job, under its bar on the Index tab of a page that shows it, or "
+     r"`facet jobs \1 --cancel`"),
 )
 
 
