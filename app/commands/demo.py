@@ -55,8 +55,9 @@ def register(cli: typer.Typer) -> None:
         # after it (a minute with -e instemb), the collection written.
         SearchService.validate(SearchRequest(query=DEMO_SEARCHES[0][0], collection=DEMO_COLLECTION,
                                              rerank=rerank, embedder=embedder))
-        if rerank:
-            _check_rerank(rerank)
+        for option, spec in (("--embedder", embedder), ("--rerank", rerank)):
+            if spec:
+                _check_embedder(option, spec)
         with open_facet() as facet:
             typer.echo(f"indexing {SAMPLE_FILE} into {DEMO_COLLECTION!r} "
                        f"(data dir {facet.settings.data_dir})")
@@ -95,18 +96,21 @@ def register(cli: typer.Typer) -> None:
                    f"\"lost my card\" -i \"Find the customer's intent\" -c {DEMO_COLLECTION}")
 
 
-def _check_rerank(rerank: str) -> None:
-    """``rerank`` as an embedder that loads here, checked without loading it.
+def _check_embedder(option: str, spec: str) -> None:
+    """``spec`` (given as ``option``) as an embedder that loads here, checked without loading it,
+    before anything is said on stdout (`facet demo -e bogus` printed its "indexing ..." line
+    first, the only line of a failed run on stdout).
 
     Raises:
-        UnknownModelError: no embedder loads as ``rerank`` (named as the rerank, as a search's
-            refusal names it).
+        UnknownModelError: no embedder loads as ``spec``, named by its option ("rerank 'x'", as
+            a search's refusal names it).
     """
     from app.errors import UnknownModelError
     from embedders.errors import UnknownEmbedderError
     from embedders.registry import check_embedder
 
     try:
-        check_embedder(rerank)
+        check_embedder(spec)
     except UnknownEmbedderError as e:
-        raise UnknownModelError(f"rerank {rerank!r}: {e}", param="rerank") from None
+        what = option.removeprefix("--")
+        raise UnknownModelError(f"{what} {spec!r}: {e}", param=what) from None

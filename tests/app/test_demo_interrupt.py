@@ -83,3 +83,7 @@ def test_a_rerank_typo_is_refused_before_the_sample_is_indexed(tmp_path: Path) -
     assert "indexing" not in done.stdout, done.stdout
     listed = invoke_cli("collections", "--json", env=env)
     assert "demo-banking77" not in listed.stdout, listed.stdout
+    # An unknown -e too, before the "indexing ..." line (stdout held only that line).
+    done = invoke_cli("demo", "-e", "bogus", env=env)
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert "embedder 'bogus': unknown embedder 'bogus'" in done.stderr, done.stderr
