@@ -20,7 +20,7 @@ import typer
 
 from app.commands.common import STDIN_MAX_BYTES, argument_text, handle_errors, open_facet, read_capped
 from app.commands.index import newest_job_id
-from app.errors import ConflictError, InvalidRequestError, NotFoundError
+from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
     DOCUMENT_STATUSES,
@@ -455,7 +455,16 @@ def _keys_from(path: str, null: bool = False) -> list[str]:
         else:
             with open(os.path.expanduser(path), "rb") as f:
                 text = capped(f)
-    except (OSError, UnicodeDecodeError) as e:
+    except FileNotFoundError as e:  # (exit 3, as every missing file: it was 2)
+        from app.files import absent
+
+        raise NotFoundError(f"--documents-from {printable(path)} "
+                            f"{absent(Path(os.path.expanduser(path)))}",
+                            param="documents_from") from e
+    except UnicodeDecodeError as e:  # (exit 4, as standard input that is not UTF-8 text)
+        raise DataError(f"--documents-from {printable(path)} is not UTF-8 text ({e.reason} at "
+                        f"byte {e.start})", param="documents_from") from e
+    except OSError as e:
         raise InvalidRequestError(f"--documents-from {printable(path)}: cannot read it: "
                                   f"{printable(str(e))}", param="documents_from") from e
     text = text.removeprefix("\ufeff")

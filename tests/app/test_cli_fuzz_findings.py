@@ -47,6 +47,25 @@ def test_endless_input_is_refused_at_a_bound(tmp_path) -> None:
     assert invoke_cli("documents", "tiny", env=env).stdout.count("d") >= 2  # nothing was removed
 
 
+def test_a_keys_file_missing_or_not_utf8_has_the_codes_of_every_such_file(tmp_path) -> None:
+    """`--documents-from /nonexist` exited 2 ("cannot read it: [Errno 2] ..."), where a missing
+    file is 3 everywhere else, and a file that is not UTF-8 text 4 (the exit-code audit of the
+    fourth session of 2026-12-06)."""
+    data = tiny_data_folder(tmp_path)
+    env = {"FACET_DATA_DIR": str(data)}
+    missing = invoke_cli("delete", "tiny", "--documents-from", str(tmp_path / "nothere"), "-y",
+                         env=env)
+    assert missing.returncode == 3, (missing.returncode, missing.stderr)
+    assert f"--documents-from {tmp_path / 'nothere'} does not exist" in missing.stderr
+    latin = tmp_path / "keys.txt"
+    latin.write_bytes("caf\u00e9.txt\n".encode("latin-1"))
+    bad = invoke_cli("delete", "tiny", "--documents-from", str(latin), "-y", env=env)
+    assert bad.returncode == 4 and "is not UTF-8 text" in bad.stderr, (bad.returncode, bad.stderr)
+    folder = invoke_cli("delete", "tiny", "--documents-from", str(tmp_path), "-y", env=env)
+    assert folder.returncode == 2 and "cannot read it" in folder.stderr, folder.stderr
+    assert invoke_cli("documents", "tiny", env=env).stdout.count("d") >= 2  # nothing was removed
+
+
 def test_a_pipe_is_clustered_and_read_as_labels(tmp_path) -> None:
     texts = _fifo(tmp_path, "texts", TEXTS)
     labels = _fifo(tmp_path, "labels", "card\ncard\nrate\nrate\n")
