@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -203,6 +202,7 @@ def eval_cmd(
         keep_earlier_report,
         markdown_table,
         prepare_report_dir,
+        remove_created,
         write_report,
     )
     from app.evaluation.suites import (
@@ -379,9 +379,7 @@ def eval_cmd(
         report = runner.run(embedder, baseline_list, task_list, ran, on_result=show)
         report.user_tasks = [t.description for t in user_tasks]
     except BaseException as e:
-        if created:  # an empty folder left by a run that failed or was stopped
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()
+        remove_created(created)  # empty folders left by a run that failed or was stopped
         if isinstance(e, KeyboardInterrupt):  # (it exited 130 without a word)
             cached = ("nothing was kept (--no-cache)" if no_cache else
                       f"the {cache.written:,} embeddings saved so far are cached: running it again "
@@ -527,7 +525,7 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
         write_collection_report,
     )
     from app.evaluation.loaders import load_beir
-    from app.evaluation.runner import keep_earlier_report, prepare_report_dir
+    from app.evaluation.runner import keep_earlier_report, prepare_report_dir, remove_created
 
     given = [flag for name, flag in _EMBEDDING_ONLY.items()
              # by name: typer carries its own click, whose ParameterSource is another enum
@@ -571,9 +569,7 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
                 group_by_document=not per_chunk, embedder=embedder, folder=str(folder.resolve()),
                 split=split_read, on_query=bar.update, warn=lambda line: typer.echo(line, err=True))
         except BaseException:
-            if created:
-                with contextlib.suppress(OSError):
-                    out_dir.rmdir()
+            remove_created(created)
             raise
         finally:
             bar.close()

@@ -251,10 +251,11 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
 REPORT_FILES = ("results.json", "results.md")
 
 
-def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
+def prepare_report_dir(out_dir: Path, flag: str = "--out") -> list[Path]:
     """Check, before any work, that ``write_report`` can write into ``out_dir``: created if
     missing, a folder, its report files writable (``facet eval`` found out only after the
-    whole run, and lost the figures to a traceback). Returns whether it created the folder.
+    whole run, and lost the figures to a traceback). Returns the folders it created, the
+    deepest first (``remove_created``: a run refused after it left ``results/`` behind, empty).
 
     Raises:
         InvalidRequestError: ``out_dir`` is a file or ``-`` (standard output), or one of its
@@ -267,10 +268,11 @@ def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidRequestError(f"{flag} {out_dir} is a file; name a folder for "
                                   f"{' and '.join(REPORT_FILES)}")
-    existed = out_dir.is_dir()
+    made = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
+        remove_created(made)
         raise DataError(f"{flag} {out_dir}: cannot create the folder: {e.strerror or e}") from e
     for name in REPORT_FILES:
         path = out_dir / name
@@ -281,7 +283,17 @@ def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
             probe_writable(path)
         except OSError as e:
             raise DataError(f"{flag} {out_dir}: cannot write {name} in it: {e.strerror or e}") from e
-    return not existed
+    return made
+
+
+def remove_created(folders: list[Path]) -> None:
+    """The folders ``prepare_report_dir`` created, removed where still empty (the deepest
+    first)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # (not empty, or gone: its parents stay too)
 
 
 def earlier_report(out_dir: Path) -> str | None:

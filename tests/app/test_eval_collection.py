@@ -203,9 +203,12 @@ def test_qrels_of_another_corpus_refused_and_partial_coverage_warned(indexed, tm
     data, _ = indexed
     other = write_beir(tmp_path / "other", {"x1": ("", "quantum chromodynamics"), "x2": ("", "jets")},
                        {"1": "quarks"}, {"1": {"x1": 1}})
-    refused = eval_collection(data, "--task", f"beir:{other}", "--out", str(tmp_path / "r"))
+    refused = eval_collection(data, "--task", f"beir:{other}", "--out", str(tmp_path / "r" / "x"))
     assert refused.returncode == 4
     assert "none of the judged documents is in the collection — indexed from another corpus?" in refused.stderr
+    # Neither the folder made for the report nor its parent is left, empty (`results/` was, as
+    # the run's default --out is `results/NAME`: the exit-code audit of 2026-12-06).
+    assert not (tmp_path / "r").exists()
     part = write_beir(tmp_path / "part", {**TOPICS, "z9": ("", "a document never indexed")},
                       {"1": QUERIES["1"], "2": QUERIES["2"]}, {"1": {"d1": 1}, "2": {"z9": 1}})
     warned = eval_collection(data, "--task", f"beir:{part}", "--mode", "lexical", "--json",
