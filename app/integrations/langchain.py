@@ -318,9 +318,10 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
     """The documents, the search's note and an instruction a lexical search did not read
     (``unread``) logged, in one warning (see the module's docstring); an embedder that reads no
     instruction says so in the note."""
-    said = [note] if note else []
-    if unread:  # the CLI's words; it was dropped without a word here
-        said.append("the instruction was not read: lexical search matches the words only")
+    # The CLI's words; it was dropped without a word here.
+    unread_said = (["the instruction was not read: lexical search matches the words only"]
+                   if unread else [])
+    said = ([note] if note else []) + unread_said
     if said:
         # The hybrid search's dense-only fallback alone is what a paraphrase meets (it shares
         # no word with the corpus): the usual case of semantic search, so INFO; it filled a
@@ -339,7 +340,7 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
         else:
             # The warning without a weak-instruction note said before: beside another note (a
             # misspelt filter key) it was a warning on every call (docs/api.md: once, then INFO).
-            warned = [part for part in parts if part and part not in repeated] + said[1 if note else 0:]
+            warned = [part for part in parts if part and part not in repeated] + unread_said
             logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(warned))
             if repeated:
                 logger.info("FacetRetriever search of %r for %r: %s", collection, query[:80],
