@@ -419,7 +419,8 @@ def default_match(default: str, embedders: Sequence[tuple[str, str]]) -> tuple[s
         if default in (name, spec):
             return name, False
     base = default.split("[", 1)[0]
-    if base and ("/" in base or "\\" in base or base.startswith("~")):
+    a_path = "/" in base or "\\" in base or base.startswith("~")  # (a checkpoint's folder)
+    if a_path:
         try:
             absolute = str(Path(base).expanduser().resolve()) + default[len(base):]
         except (OSError, RuntimeError):
@@ -432,7 +433,7 @@ def default_match(default: str, embedders: Sequence[tuple[str, str]]) -> tuple[s
     for name, _spec in embedders:
         if base.strip() == name:
             return name, True
-    if "/" in base or "\\" in base or base.startswith("~"):
+    if a_path:
         try:
             meta = json.loads((Path(base).expanduser() / "facet_config.json").read_text())
         except (OSError, ValueError, RuntimeError):  # (none, damaged: whatever loads it says so)
