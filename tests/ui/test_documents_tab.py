@@ -216,7 +216,7 @@ def test_a_collection_picked_while_the_lists_are_read_again_stays_picked(
         _wait_text(page, "#documents-table", "alpha-notes.txt", absent="n0")
 
 
-def test_a_failed_read_of_the_lists_leaves_every_pick_as_it_was(served, monkeypatch) -> None:
+def test_a_failed_read_of_the_lists_leaves_every_pick_as_it_was(page, served, monkeypatch) -> None:
     """A refresh whose read of the lists failed (the database out of reach) leaves every pick as
     it was: the browser's check of the picks (``KEEP_PICKS_JS``) runs after a read that
     succeeded only, and keeps them all where it has no lists (a risk the verification round of
@@ -230,8 +230,13 @@ def test_a_failed_read_of_the_lists_leaves_every_pick_as_it_was(served, monkeypa
     def down(self: Any) -> list[str]:
         raise UnavailableError("the metadata database is out of reach")
 
-    with browser_page(demo.local_url, "(document.querySelector('#search-collection input') "
-                                      "|| {}).value === 'notes'") as fresh:
+    # A fresh page (a session of its own) in the module's browser: Playwright's sync API runs
+    # one browser per thread.
+    fresh = page.context.browser.new_page(viewport={"width": 1360, "height": 1000})
+    try:
+        fresh.goto(demo.local_url)
+        fresh.wait_for_function("(document.querySelector('#search-collection input') || {}).value"
+                                " === 'notes'")
         monkeypatch.setattr(UiHandlers, "_collections", down)
         open_tab(fresh, "Collections")  # (its select reads the lists again)
         assert "out of reach" in toast_text(fresh)
@@ -241,6 +246,8 @@ def test_a_failed_read_of_the_lists_leaves_every_pick_as_it_was(served, monkeypa
                             ("Cluster", "cluster-collection")):
             open_tab(fresh, tab)  # (a tab not shown is not drawn)
             assert fresh.input_value(f"#{picker} input") == "notes", picker
+    finally:
+        fresh.close()
 
 
 def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> None:
