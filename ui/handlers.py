@@ -1062,7 +1062,10 @@ class UiHandlers:
         for i, job in enumerate(jobs):
             if job.state not in render.STOPPED_STATES:
                 continue
+            # (Not one that never started: an upload job cancelled while queued, every upload
+            # job sharing the folder, hid an earlier stopped one from Resume.)
             later = next((j for j in jobs[:i] if j.state != "failed" and
+                          not (j.state in render.STOPPED_STATES and j.started_at is None) and
                           (j.collection, j.source, j.embedder) ==
                           (job.collection, job.source, job.embedder)), None)
             if later is not None:

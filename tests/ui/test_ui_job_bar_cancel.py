@@ -378,3 +378,40 @@ def test_an_upload_job_a_restart_stopped_while_queued_is_still_offered_to_resume
     finally:
         facet.job_runner = runner
         facet.close()
+
+
+def test_an_upload_job_cancelled_unstarted_does_not_hide_an_earlier_stopped_one(minilm,
+                                                                              tmp_path) -> None:
+    """Every upload job of a collection reads its one folder: a later one cancelled while
+    queued (its files taken back) counted as having "gone on with the same files", and the
+    earlier cancelled job left the Resume picker (the worker-stack review of the fourth session
+    of 2026-12-06)."""
+    from app.services.indexing import IndexOptions
+    from tests.ui.test_browser_a11y import _Held
+    from tests.ui.test_ui_api import _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    runner = facet.job_runner
+    try:
+        folder = facet.upload_folder("notes")
+        folder.mkdir(parents=True)
+        for i in range(4):
+            (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
+        asked: list[int] = []
+
+        def cancel_once(_progress: object) -> None:
+            if not asked:
+                asked.append(facet.cancel_job(facet.jobs("notes")[0].id).id)
+
+        first = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=cancel_once)
+        assert first.state == "cancelled"
+        note = tmp_path / "late.txt"
+        note.write_text("A note whose upload was cancelled before its job started.")
+        facet.job_runner = _Held()  # (never taken: it stays queued)
+        late = facet.upload("notes", [note]).job
+        assert facet.cancel_job(late.id).state == "cancelled"
+        row, picker = handlers.stopped_jobs()
+        assert row["visible"] and picker["value"] == first.job_id, picker
+    finally:
+        facet.job_runner = runner
+        facet.close()
