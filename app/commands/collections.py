@@ -455,7 +455,10 @@ def _keys_from(path: str, null: bool = False) -> list[str]:
         else:
             with open(os.path.expanduser(path), "rb") as f:
                 text = capped(f)
-    except FileNotFoundError as e:  # (exit 3, as every missing file: it was 2)
+    except IsADirectoryError as e:
+        raise InvalidRequestError(f"--documents-from {printable(path)} is a folder; give a file "
+                                  "of keys, one a line", param="documents_from") from e
+    except (FileNotFoundError, NotADirectoryError) as e:  # (exit 3, as every missing file: it was 2)
         from app.files import absent
 
         raise NotFoundError(f"--documents-from {printable(path)} "

@@ -49,6 +49,7 @@ def register(cli: typer.Typer) -> None:
         from app.commands.search import print_results
         from app.services.indexing import IndexOptions, Terminated
         from app.services.search import SearchRequest, SearchService, parse_filters
+        from app.text import shell_word
 
         started = time.perf_counter()
         # The searches' options before the sample is indexed: a typo in --rerank was found
@@ -69,8 +70,10 @@ def register(cli: typer.Typer) -> None:
             except (KeyboardInterrupt, Terminated) as e:  # as `facet index` says it (exit 130)
                 bar.close()
                 say_how_to_resume(facet, DEMO_COLLECTION, SAMPLE_FILE, before)
-                typer.echo("(or run `facet demo` again: it goes on with what was indexed)",
-                           err=True)
+                again = "".join(f" {option} {shell_word(spec)}" for option, spec in
+                                (("-e", embedder), ("--rerank", rerank)) if spec)
+                typer.echo(f"(or run `facet demo{again}` again: it goes on with what was "
+                           "indexed)", err=True)
                 raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) \
                     from None
             finally:

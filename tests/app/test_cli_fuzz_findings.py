@@ -61,8 +61,12 @@ def test_a_keys_file_missing_or_not_utf8_has_the_codes_of_every_such_file(tmp_pa
     latin.write_bytes("caf\u00e9.txt\n".encode("latin-1"))
     bad = invoke_cli("delete", "tiny", "--documents-from", str(latin), "-y", env=env)
     assert bad.returncode == 4 and "is not UTF-8 text" in bad.stderr, (bad.returncode, bad.stderr)
+    # Under a file (not a folder): missing too, as `facet cluster` says it (verification round).
+    under = invoke_cli("delete", "tiny", "--documents-from", str(latin / "x"), "-y", env=env)
+    assert under.returncode == 3, (under.returncode, under.stderr)
     folder = invoke_cli("delete", "tiny", "--documents-from", str(tmp_path), "-y", env=env)
-    assert folder.returncode == 2 and "cannot read it" in folder.stderr, folder.stderr
+    assert folder.returncode == 2 and "is a folder; give a file of keys" in folder.stderr, \
+        folder.stderr
     assert invoke_cli("documents", "tiny", env=env).stdout.count("d") >= 2  # nothing was removed
 
 

@@ -71,7 +71,7 @@ def test_ctrl_c_while_the_demo_indexes_says_which_job_stopped_and_how_to_go_on(t
                                 "FACET_INDEX_BATCH_CHUNKS": "32"})
     assert run.returncode == 130, run.stderr
     assert "job 1 interrupted" in run.stderr, run.stderr
-    assert "`facet demo` again" in run.stderr, run.stderr
+    assert "`facet demo -e minilm-stops` again" in run.stderr, run.stderr
     assert "Traceback" not in run.stderr
 
 
