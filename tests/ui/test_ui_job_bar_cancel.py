@@ -187,26 +187,33 @@ def test_choosing_search_results_sets_the_box_to_a_searchs_default(tmp_path) -> 
     assert change.fn(SOURCE_COLLECTION)[at]["value"] == CLUSTER_LIMIT_DEFAULT
 
 
+def _cancelled_in_uploads(facet: Any) -> Any:
+    """The report of a job indexing collection notes' upload folder (four notes put there),
+    cancelled at its first batch."""
+    from app.services.indexing import IndexOptions
+
+    folder = facet.upload_folder("notes")
+    folder.mkdir(parents=True)
+    for i in range(4):
+        (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
+    asked: list[int] = []
+
+    def cancel_once(_progress: object) -> None:
+        if not asked:
+            asked.append(facet.cancel_job(facet.jobs("notes")[0].id).id)
+
+    return facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=cancel_once)
+
+
 def test_a_cancelled_upload_job_is_offered_to_resume_on_the_page(minilm, tmp_path) -> None:
     """A cancelled job's bar said "index the same source again to resume", which the page of an
     upload job could not do (its upload box emptied, "Index the uploads" asked for files, and
     Resume offered only jobs a restart stopped): it is offered to Resume, in the page's words."""
-    from app.services.indexing import IndexOptions
     from tests.ui.test_ui_api import _finished, _own_facet
 
     facet, handlers = _own_facet(minilm, tmp_path)
     try:
-        folder = facet.upload_folder("notes")
-        folder.mkdir(parents=True)
-        for i in range(4):
-            (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
-        asked: list[int] = []
-
-        def cancel_once(_progress: object) -> None:
-            if not asked:
-                asked.append(facet.cancel_job(facet.jobs("notes")[0].id).id)
-
-        cancelled = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=cancel_once)
+        cancelled = _cancelled_in_uploads(facet)
         assert cancelled.state == "cancelled" and 1 <= cancelled.docs_indexed < 4
         _, jobs = handlers.collections()
         said = next(r for r in jobs if r[0] == cancelled.job_id)[-1]
@@ -386,24 +393,13 @@ def test_an_upload_job_cancelled_unstarted_does_not_hide_an_earlier_stopped_one(
     queued (its files taken back) counted as having "gone on with the same files", and the
     earlier cancelled job left the Resume picker (the worker-stack review of the fourth session
     of 2026-12-06)."""
-    from app.services.indexing import IndexOptions
     from tests.ui.test_browser_a11y import _Held
     from tests.ui.test_ui_api import _own_facet
 
     facet, handlers = _own_facet(minilm, tmp_path)
     runner = facet.job_runner
     try:
-        folder = facet.upload_folder("notes")
-        folder.mkdir(parents=True)
-        for i in range(4):
-            (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
-        asked: list[int] = []
-
-        def cancel_once(_progress: object) -> None:
-            if not asked:
-                asked.append(facet.cancel_job(facet.jobs("notes")[0].id).id)
-
-        first = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=cancel_once)
+        first = _cancelled_in_uploads(facet)
         assert first.state == "cancelled"
         note = tmp_path / "late.txt"
         note.write_text("A note whose upload was cancelled before its job started.")
