@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import (
+    check_embedder_option,
     expand_home,
     handle_errors,
     json_out_path,
@@ -131,16 +132,9 @@ def register(cli: typer.Typer) -> None:
         _check_part_data(settings.shared_data_dir, wanted, source)
         # Every embedder a part loads, before any part runs: a typo in --rerank was found when
         # the search part started, and the index and store figures already measured were lost.
-        from app.errors import UnknownModelError
-        from embedders.errors import UnknownEmbedderError
-        from embedders.registry import check_embedder
-
         for spec, option in _embedders_used(wanted, embedder, rerank, gircse,
                                             gircse_baseline).items():
-            try:
-                check_embedder(spec)
-            except UnknownEmbedderError as e:  # (it did not say which option named it)
-                raise UnknownModelError(f"{option} {spec!r}: {e}") from None
+            check_embedder_option(option, spec)
         if "gircse-cache" in wanted:
             _check_gircse_part(gircse, soft_tokens)
         if out is not None:  # before the work, not after it (the figures were lost)

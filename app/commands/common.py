@@ -604,6 +604,26 @@ def _replaceable(out: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.getuid()
 
 
+def check_embedder_option(option: str, spec: str) -> None:
+    """``spec``, given as ``option`` (``--rerank``), checked as an embedder that loads here,
+    without loading it (``embedders.registry.check_embedder``): for commands that load it only
+    after other work (`facet demo` indexed its sample first, `facet bench` ran its first parts).
+
+    Raises:
+        UnknownModelError: no embedder loads as ``spec``, named by its option ("--rerank 'x':
+            unknown embedder 'x' ..."); the registry's other refusals (a damaged checkpoint,
+            an option it does not offer) as they are.
+    """
+    from app.errors import UnknownModelError
+    from embedders.errors import UnknownEmbedderError
+    from embedders.registry import check_embedder
+
+    try:
+        check_embedder(spec)
+    except UnknownEmbedderError as e:  # (which option named it was not said)
+        raise UnknownModelError(f"{option} {spec!r}: {e}") from None
+
+
 def shorten(text: str | None, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
     text = text or ""

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import handle_errors, open_facet
+from app.commands.common import check_embedder_option, handle_errors, open_facet
 
 SAMPLE_FILE = Path(__file__).resolve().parents[1] / "sample_corpus" / "banking77_sample.jsonl"
 DEMO_COLLECTION = "demo-banking77"
@@ -56,9 +56,11 @@ def register(cli: typer.Typer) -> None:
         # after it (a minute with -e instemb), the collection written.
         SearchService.validate(SearchRequest(query=DEMO_SEARCHES[0][0], collection=DEMO_COLLECTION,
                                              rerank=rerank, embedder=embedder))
+        # (Before anything is said on stdout: `facet demo -e bogus` printed its "indexing ..."
+        # line first, the only line of a failed run there.)
         for option, spec in (("--embedder", embedder), ("--rerank", rerank)):
             if spec:
-                _check_embedder(option, spec)
+                check_embedder_option(option, spec)
         with open_facet() as facet:
             typer.echo(f"indexing {SAMPLE_FILE} into {DEMO_COLLECTION!r} "
                        f"(data dir {facet.settings.data_dir})")
@@ -98,22 +100,3 @@ def register(cli: typer.Typer) -> None:
         typer.echo(f"demo done in {time.perf_counter() - started:.1f}s; try: facet search "
                    f"\"lost my card\" -i \"Find the customer's intent\" -c {DEMO_COLLECTION}")
 
-
-def _check_embedder(option: str, spec: str) -> None:
-    """``spec`` (given as ``option``) as an embedder that loads here, checked without loading it,
-    before anything is said on stdout (`facet demo -e bogus` printed its "indexing ..." line
-    first, the only line of a failed run on stdout).
-
-    Raises:
-        UnknownModelError: no embedder loads as ``spec``, named by its option ("rerank 'x'", as
-            a search's refusal names it).
-    """
-    from app.errors import UnknownModelError
-    from embedders.errors import UnknownEmbedderError
-    from embedders.registry import check_embedder
-
-    try:
-        check_embedder(spec)
-    except UnknownEmbedderError as e:
-        what = option.removeprefix("--")
-        raise UnknownModelError(f"{what} {spec!r}: {e}", param=what) from None
