@@ -45,10 +45,10 @@ def _suffix(path: Path) -> str:
 class UploadResult:
     """What ``Facet.upload`` did: the job that indexes the collection's upload folder, the
     uploads refused (each with why: too large, a type the indexer does not read), those saved
-    under another name (another file has theirs) or once (given twice), the paths the files were saved at (a file's
-    document key there, which ``remove_documents`` takes; a record file's records are keyed by
-    their ids, or ``PATH#L3``), and the files an earlier upload job could
-    not index that were removed from the folder first."""
+    under another name (another file has theirs) or once (given twice), the paths the files
+    were saved at (a file's document key there, which ``remove_documents`` takes; a record
+    file's records are keyed by their ids, or ``PATH#L3``), and the files an earlier upload
+    job could not index that were removed from the folder first."""
 
     job: JobInfo
     refused: list[str]
