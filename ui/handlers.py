@@ -51,7 +51,13 @@ from app.services.clustering import (
     labels_v_measure,
     limit_option,
 )
-from app.services.collections import JOB_GONE, CollectionInfo, JobInfo, default_match
+from app.services.collections import (
+    JOB_GONE,
+    LIVE_STATES,
+    CollectionInfo,
+    JobInfo,
+    default_match,
+)
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served_note
 from app.settings import FacetSettings
@@ -238,9 +244,9 @@ class Stopped:
 
 
 def _cancellable(job: JobInfo | None) -> bool:
-    """Whether the Index tab offers "Cancel job" for ``job``: queued or running and not yet
-    asked to stop."""
-    return job is not None and job.state in ("queued", "running") and not job.cancel_requested
+    """Whether the Index tab offers "Cancel job" for ``job``: queued, running or stalled (a
+    running job whose writer stopped renewing its lease) and not yet asked to stop."""
+    return job is not None and job.state in LIVE_STATES and not job.cancel_requested
 
 
 def _confirmed(confirm: str | None, name: str, action: str, again: str, done: str, *,
@@ -1171,12 +1177,14 @@ class UiHandlers:
 
     @ui_errors
     def resume_job(self) -> tuple[int, int, str, list[list[str]], Any]:
-        """Index tab, on page load: the bar of the newest job still queued or running, so a
-        reload mid-job does not lose it (it showed job 0 and nothing); else that of the newest
+        """Index tab, on page load: the bar of the newest job still queued, running or stalled,
+        so a reload mid-job does not lose it (it showed job 0 and nothing); else that of the newest
         job stopped before it finished (a server restart) that the page can resume, with what
         to do; else an empty bar."""
         jobs = self.facet.jobs(limit=20)
-        active = [j for j in jobs if j.state in ("queued", "running")]
+        # (A stalled job too: its worker stopped, it goes on when one takes its next chunk. It
+        # was shown nowhere on the tab, its bar stopped polling as if it had ended.)
+        active = [j for j in jobs if j.state in LIVE_STATES]
         if not active:
             resumable = [s for s in self._stopped_jobs(jobs).values() if s.source is not None]
             if not resumable:
@@ -1202,7 +1210,7 @@ class UiHandlers:
 
     def _other_active_jobs(self, shown: int) -> list[JobInfo]:
         return [j for j in self.facet.jobs(limit=20)
-                if j.state in ("queued", "running") and j.id != shown]
+                if j.state in LIVE_STATES and j.id != shown]
 
     @ui_errors
     def job_status(self, job_id: float | None, total: float | None,
@@ -1223,7 +1231,7 @@ class UiHandlers:
             return (html + render.other_jobs_html(others), [],
                     gr.Timer(active=bool(others)))
         self._job_collections[job.id] = job.collection
-        finished = job.state not in ("queued", "running")
+        finished = job.state not in LIVE_STATES
         others = self._other_active_jobs(job.id)
         notices = [*self._not_kept(job), *self._unread_job_notices(job)] if finished else ()
         html = render.job_html(job, int(total) if total else None, message=self._job_message(job),
@@ -1270,7 +1278,7 @@ class UiHandlers:
         except FacetError:  # its collection deleted meanwhile
             job = None
         now = render.job_said(job, number, self._job_collections.get(number))
-        ended = job is None or job.state not in ("queued", "running")
+        ended = job is None or job.state not in LIVE_STATES
         if number and ended and now != (said or ""):
             try:
                 row, stopped = self.stopped_jobs()
