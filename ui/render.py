@@ -155,8 +155,46 @@ def auto_dir(inner_html: str, tag: str = "span") -> str:
     return f'<{tag} dir="auto">{inner_html}</{tag}>'
 
 
+# The bidi controls that open an embedding or override (LRE, RLE, LRO, RLO; closed by PDF) or
+# an isolate (LRI, RLI, FSI; closed by PDI).
+_BIDI_OPENS = {"\u202a": "\u202c", "\u202b": "\u202c", "\u202d": "\u202c", "\u202e": "\u202c",
+               "\u2066": "\u2069", "\u2067": "\u2069", "\u2068": "\u2069"}
+
+
+def bidi_closed(text: str) -> str:
+    """``text`` (plain or escaped) with each bidi embedding, override or isolate it leaves open
+    closed at the end of its line and of the text (PDF, PDI), so it acts on its own line only:
+    a document's U+202E (right-to-left override) reversed the rest of its snippet on the
+    Search and Compare tabs, highlights and later lines included (the UI review of the fifth
+    session of 2026-12-06; a terminal ends it at the line's end, and the page now does too).
+    The controls themselves are kept: the snippet is shown as written."""
+    if not any(ch in _BIDI_OPENS for ch in text):
+        return text
+    out: list[str] = []
+    open_: list[str] = []  # the closers owed, innermost last
+
+    def close() -> None:
+        out.extend(reversed(open_))
+        open_.clear()
+
+    for ch in text:
+        if ch == "\n":
+            close()
+        elif ch == "\u202c" and open_ and open_[-1] == "\u202c":
+            open_.pop()  # PDF: ends the innermost embedding or override, not an isolate
+        elif ch == "\u2069" and "\u2069" in open_:
+            while open_.pop() != "\u2069":  # PDI: ends the innermost isolate, and what opened in it
+                pass
+        out.append(ch)
+        if ch in _BIDI_OPENS:
+            open_.append(_BIDI_OPENS[ch])
+    close()
+    return "".join(out)
+
+
 def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
-    """``snippet`` escaped, with each ``(start, end)`` span wrapped in ``<mark>``."""
+    """``snippet`` escaped, with each ``(start, end)`` span wrapped in ``<mark>``, and any bidi
+    override it leaves open closed at its line's end (``bidi_closed``)."""
     out, at = [], 0
     for start, end in sorted((int(a), int(b)) for a, b in spans):
         if start < at or end <= start:
@@ -165,7 +203,7 @@ def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
         out.append(f"<mark>{esc(snippet[start:end])}</mark>")
         at = end
     out.append(esc(snippet[at:]))
-    return "".join(out)
+    return bidi_closed("".join(out))
 
 
 def notices_html(notices: Sequence[str]) -> str:

@@ -162,3 +162,48 @@ def test_a_cut_metadata_lists_trailer_is_shown_but_not_copied(page) -> None:  # 
     from ui.inputs import parse_filter_text
 
     assert parse_filter_text(copied.splitlines()[0]) == {"tags": tags[:27]}
+
+
+# The left edges of each character of the text of ``sel``'s element, in order.
+CHAR_LEFTS = """(sel) => { const el = document.querySelector(sel); const out = [];
+  const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) for (let i = 0; i < n.length; i++) {
+    const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+    const box = r.getBoundingClientRect(); out.push([n.data[i], Math.round(box.left)]); }
+  return out; }"""
+
+
+def test_a_snippets_bidi_override_acts_on_its_own_line_only(page) -> None:  # noqa: F811
+    """A document's U+202E (right-to-left override) reversed the rest of its snippet, its later
+    line and highlights included ("gnidaeh live denilced drac"; the UI review of the fifth
+    session of 2026-12-06). Drawn in chromium: the words after the line's end read left to
+    right again, the highlight on them too; the override's own line is shown as written."""
+    from dataclasses import replace
+
+    from app.services.search import SearchResponse
+    from ui import render
+
+    from .test_render_fixes import _result
+
+    snippet = "# Evil \u202e title\ncard declined evil heading"
+    mark = snippet.index("declined")
+    result = replace(_result({}), snippet=snippet, text=snippet,
+                     highlights=[[mark, mark + len("declined")]])
+    results = render.results_html(SearchResponse("q", None, "c", "minilm", None, [result], {}))
+    own = page.context.browser.new_page()
+    try:
+        own.set_content(f'<html><head><meta charset="utf-8"><style>{render.CSS}</style></head>'
+                        f'<body style="width:1200px">{results}</body></html>')
+        chars = own.evaluate(CHAR_LEFTS, "#search-results td mark, .facet-table td mark")
+        assert "".join(c for c, _ in chars) == "declined"
+        lefts = [x for _, x in chars]
+        assert lefts == sorted(lefts) and lefts[0] < lefts[-1], chars  # left to right
+        # The words after it too: "heading" reads left to right.
+        cell = own.evaluate("""() => { const m = document.querySelector('.facet-table td mark');
+            return '#' + (m.closest('td').id = 'snippet-cell'); }""")
+        text = own.evaluate(CHAR_LEFTS, cell)
+        heading = [x for c, x in text[-len("heading"):]]
+        assert "".join(c for c, _ in text[-len("heading"):]) == "heading"
+        assert heading == sorted(heading), text
+    finally:
+        own.close()
