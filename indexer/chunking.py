@@ -6,13 +6,16 @@ that overlap by about ``overlap`` tokens and begin and end on word boundaries wh
 has any (``_window``); each chunk's text is the exact slice of the document between its
 first token's start and its last token's end (widened over the characters of its words that
 the tokenizer left out, such as the accents an uncased one strips: ``_chunk_bounds``), so the
-offsets in the payload always point back at the source text.
+offsets in the payload always point back at the source text. A token of over 32 characters
+(text without spaces that the tokenizer reads as one: Thai, emoji, for WordPiece) counts as
+pieces of about 4 characters (``_bounded``), so its chunks are no longer than those of words.
 """
 
 from __future__ import annotations
 
 import numbers
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +70,8 @@ class Chunk:
             that the tokenizer left out).
         end: character offset just past the last token (and the characters of its word after
             it that the tokenizer left out: combining marks an uncased tokenizer strips).
-        n_tokens: tokens in the chunk.
+        n_tokens: tokens in the chunk (a token of over 32 characters counted as its pieces
+            of about 4: ``_bounded``).
     """
 
     number: int
@@ -96,6 +100,48 @@ def tokenizer_spans(tokenizer: Any) -> TokenSpans:
         return [(int(s), int(e)) for s, e in encoded["offset_mapping"] if e > s]
 
     return spans
+
+
+# A token longer than this many characters (not whitespace alone) is counted as pieces of
+# about _PIECE_CHARS characters (``_bounded``): WordPiece reads a run without spaces (Thai, a
+# line of emoji, a long hash) as one [UNK] token, and the whitespace fallback as one word, so
+# a 277 kB Thai file was one chunk of 92,402 characters, returned whole as every hit's text.
+_LONG_TOKEN_CHARS = 32
+# (The indexer's own estimate of characters per token.)
+_PIECE_CHARS = 4
+
+
+def _joins(text: str, i: int) -> bool:
+    """Whether ``text[i]`` belongs to the character before it, so that a piece of a long token
+    does not end between them: a combining mark (Thai vowels and tone marks, accents), a
+    variation selector, an emoji modifier or tag, or either side of a zero-width joiner."""
+    ch, before = text[i], text[i - 1]
+    code = ord(ch)
+    return (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
+            or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
+            or 0xE0020 <= code <= 0xE007F)
+
+
+def _bounded(spans: Sequence[tuple[int, int]], text: str) -> Sequence[tuple[int, int]]:
+    """``spans`` with each token longer than ``_LONG_TOKEN_CHARS`` characters split into pieces
+    of about ``_PIECE_CHARS`` characters (never inside a character and its marks: ``_joins``),
+    each counted as a token, so that a chunk of text without spaces holds about as many
+    characters as one of words. Whitespace tokens are left whole (they are no chunk's text)."""
+    if all(b - a <= _LONG_TOKEN_CHARS for a, b in spans):
+        return spans
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if b - a <= _LONG_TOKEN_CHARS or text[a:b].isspace():
+            out.append((a, b))
+            continue
+        i = a
+        while i < b:
+            j = min(i + _PIECE_CHARS, b)
+            while j < b and _joins(text, j):
+                j += 1
+            out.append((i, j))
+            i = j
+    return out
 
 
 def _starts_word(spans: Sequence[tuple[int, int]], i: int, text: str | None = None) -> bool:
@@ -238,7 +284,7 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
         # the same chunks (stream_chunks' contract) in the memory of one piece.
         pieces = (text[i:i + _WHOLE_TEXT_CHARS] for i in range(0, len(text), _WHOLE_TEXT_CHARS))
         return list(stream_chunks(pieces, tokenize, config))
-    spans = tokenize(text)
+    spans = _bounded(tokenize(text), text)
     chunks: list[Chunk] = []
     for first, last in chunk_spans(spans, config, text):
         start, end = _chunk_bounds(text, spans, first, last)
@@ -327,7 +373,7 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
             work = buffer[:cut]
         else:
             work = buffer
-        spans = tokenize(work)
+        spans = _bounded(tokenize(work), work)
         n = len(spans)
         start = _token_at(spans, target, target_dup)
         floor = _token_at(spans, floor_at, floor_dup)

@@ -281,3 +281,34 @@ def test_only_a_gap_with_whitespace_is_a_word_boundary() -> None:
         words = set(text.split())
         assert all(set(c.text.split()) <= words for c in chunks), [c.text for c in chunks]
         assert chunks[-1].end == len(text)
+
+
+_THAI = "ร้านกาแฟแห่งนี้มีขนมปังอร่อยมากและราคาไม่แพง"
+_EMOJI = "👩‍👩‍👧‍👦👍🏽🇹🇭❤️" * 3
+
+
+@pytest.mark.parametrize("text", [
+    (_THAI * 700 + "\n") * 3, _EMOJI * 60, "a" * 5000 + " b", _THAI * 40 + " " + "naïve " * 300,
+], ids=["thai", "emoji", "one-long-word", "thai-then-words"])
+def test_text_without_spaces_is_cut_into_chunks_as_short_as_those_of_words(minilm, text) -> None:
+    """The i18n review of the fifth session of 2026-12-06: WordPiece reads a run without spaces
+    as one [UNK] token (and the whitespace fallback as one word), so a 277 kB Thai file was one
+    chunk of 92,402 characters, returned whole as a search hit's text. Such a token counts as
+    pieces of about four characters, never cut between a character and its marks or inside an
+    emoji sequence; text of words is cut as before."""
+    config = ChunkingConfig(200, 32)
+    for tokenize in (tokenizer_spans(minilm.backbone.tokenizer), whitespace_spans):
+        chunks = chunk_text(text, tokenize, config)
+        _assert_rebuilds_the_text(text, chunks, config)
+        assert len(chunks) > 1
+        assert max(len(c.text) for c in chunks) <= 200 * 8, max(len(c.text) for c in chunks)
+        for c in chunks:
+            assert unicodedata.category(c.text[0])[0] != "M" and not c.text.startswith("\u200d"), c
+            assert not c.text.endswith("\u200d") and c.text[0] not in "\ufe0f🏽", c
+        pieces = (text[i:i + 997] for i in range(0, len(text), 997))
+        assert list(stream_chunks(pieces, tokenize, config)) == chunks
+    # Words are cut as before: no token of theirs is over 32 characters.
+    words = " ".join(["unbelievable", "card", "co-operation", "x" * 32] * 200)
+    tokenize = whitespace_spans
+    windows = chunk_spans(tokenize(words), config, words)
+    assert [c.n_tokens for c in chunk_text(words, tokenize, config)] == [b - a for a, b in windows]
