@@ -45,9 +45,16 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
                                       f"({json.dumps(item, default=str)[:40]}), not a string; "
                                       f"every text must be a string{decode}", param=where)
         if blank(item):  # (a text of a zero-width space alone was embedded: its prompt's vector)
-            raise InvalidRequestError(f"{where} is empty{'' if not item.strip() else ' (invisible characters alone)'}; "
-                                      "every text must contain something to embed", param=where)
+            raise InvalidRequestError(f"{where} is {empty_said(item)}; every text must contain "
+                                      "something to embed", param=where)
         check_text_encodable(item, where, param=where)
+
+
+def empty_said(text: str) -> str:
+    """How a ``blank`` text is named in a refusal: "empty", or "empty (invisible characters
+    alone)" for one that is not whitespace alone (a zero-width space, a bidi control), which
+    would look like text where it is shown."""
+    return "empty" if not text.strip() else "empty (invisible characters alone)"
 
 
 def check_text_encodable(text: str, where: str, *, param: str | None = None) -> None:

@@ -107,7 +107,7 @@ from app.services.collections import (
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest, served_note
 from app.settings import FacetSettings, get_settings
-from app.text import check_text_encodable, header_unsafe_at, plural
+from app.text import blank, check_text_encodable, empty_said, header_unsafe_at, plural
 from app.uploads import original_name
 from indexer.errors import IndexerError, mask_secrets
 from indexer.lexical import LEXICAL_LABEL
@@ -783,8 +783,11 @@ def _texts(value: Any) -> list[str]:
         if not isinstance(item, str):
             raise InvalidRequestError(f"{where} is {type(item).__name__} ({json.dumps(item)[:40]}), "
                                       "not a string; every input must be a string", param=where)
-        if not item.strip():
-            raise InvalidRequestError(f"{where} is empty; every input must contain text", param=where)
+        # (``blank``, as the facade's check: a zero-width space alone passed this one and was
+        # refused there as "texts[0]", a field this route does not have)
+        if blank(item):
+            raise InvalidRequestError(f"{where} is {empty_said(item)}; every input must contain "
+                                      "text", param=where)
         # here, not in the facade: its message and param would say texts[i], not this field
         check_text_encodable(item, where, param=where)
     return items

@@ -8,7 +8,7 @@ import typer
 
 from app.commands.common import argument_text, handle_errors, open_facet
 from app.errors import InvalidRequestError
-from app.text import plural, printable, printable_json
+from app.text import blank, empty_said, plural, printable, printable_json
 
 
 def _texts_from_stdin(skipped: list[int]) -> list[str]:
@@ -134,10 +134,12 @@ def register(cli: typer.Typer) -> None:
             texts = [argument_text(t, f"text {i}", "texts") or "" for i, t in enumerate(texts, 1)]
             # Counted as typed, from 1 ("texts[1] is empty" named the second, as the API's
             # list index does).
-            blank = next((i for i, t in enumerate(texts, 1) if not t.strip()), None)
-            if blank is not None:
-                raise InvalidRequestError(f"text {blank} is empty; every text must contain "
-                                          "something to embed", param="texts")
+            # (``blank``, as the facade's check: a zero-width space alone was refused there as
+            # "texts[1]", counted from 0.)
+            empty = next((i for i, t in enumerate(texts, 1) if blank(t)), None)
+            if empty is not None:
+                raise InvalidRequestError(f"text {empty} is {empty_said(texts[empty - 1])}; every "
+                                          "text must contain something to embed", param="texts")
         instruction = argument_text(instruction, "--instruction", "instruction")
         settings = get_settings()
         cache = EmbedderCache(settings.device)

@@ -51,6 +51,11 @@ def test_an_empty_text_is_refused_with_a_message():
     assert result.returncode == 2 and result.stdout == ""
     assert "error: text 2 is empty; every text must contain something to embed" in result.stderr
     assert "Traceback" not in result.stderr
+    # Invisible characters alone: counted as typed too (it said "texts[1]", from 0).
+    result = embed("a cat", "\u200b")
+    assert result.returncode == 2 and result.stderr.endswith(
+        "error: text 2 is empty (invisible characters alone); every text must contain something "
+        "to embed\n"), result.stderr
 
 
 def test_unknown_embedder_is_a_message_not_a_traceback():

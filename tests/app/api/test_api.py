@@ -65,6 +65,11 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": "x", "model": "minilm", "instructions": "typo"}, 400, "unknown field 'instructions'"),
     ({"input": ["x"] * 10_000, "model": "minilm"}, 413, "more than the limit of 2048"),
     ({"input": ["ok", "a \ud800"], "model": "minilm"}, 400, "input[1] holds an unpaired surrogate"),
+    # Invisible characters alone: named as this route's field (it said "texts[0]", the
+    # facade's, where whitespace alone said "input[0]"; the i18n review of 2026-12-06).
+    ({"input": ["\u200b"], "model": "minilm"}, 400,
+     "input[0] is empty (invisible characters alone); every input must contain text"),
+    ({"input": [" \u3000 "], "model": "minilm"}, 400, "input[0] is empty; every input"),
 ])
 def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
     # As bytes of json.dumps: its \\u escapes carry what httpx's json= cannot encode.
