@@ -676,19 +676,28 @@ def page_documents(session: Session, collection_id: int, limit: int, *, offset: 
     ``limit`` of them after the first ``offset`` (an SQL LIMIT and OFFSET), and how many match
     in all (one COUNT); ``status`` and ``prefix`` (the start of the key or of the source, the
     file it was read from, so a csv's records are found by the file's path; compared as text:
-    no LIKE wildcards, case kept) narrow both. Their chunks and vectors are not loaded."""
+    no LIKE wildcards, case kept) narrow both. Their chunks and vectors are not loaded.
+
+    The page and the COUNT are two statements (SQLite's driver opens no read transaction for
+    them), so a job writing between them made them disagree: a page of 11 documents under a
+    limit of 1000 said 20 more followed, and its next page was empty (the API review of the
+    fifth session of 2026-12-06). The page reads one row past ``limit`` and the total is made
+    to agree with it: past the page's end when that row exists, not when it does not."""
     where = [Document.collection_id == collection_id]
     if status is not None:
         where.append(Document.status == status)
     if prefix:
         where.append(or_(func.substr(Document.key, 1, len(prefix)) == prefix,
                          func.substr(Document.source, 1, len(prefix)) == prefix))
-    query = select(Document).where(*where).order_by(Document.key).limit(limit)
+    query = select(Document).where(*where).order_by(Document.key).limit(limit + 1)
     if offset > 0:
         query = query.offset(offset)
     rows = list(session.scalars(query).all())
+    more = len(rows) > limit
+    del rows[limit:]
     total = int(session.scalar(select(func.count()).select_from(Document).where(*where)) or 0)
-    return rows, total
+    end = offset + len(rows)
+    return rows, (max(total, end + 1) if more else min(total, end))
 
 
 def vectors_missing(session: Session, collection_id: int, embedders: Iterable[str],

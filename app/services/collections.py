@@ -2049,7 +2049,8 @@ class CollectionService:
         first): a page, the ``limit`` jobs after them, and no more (the older jobs that have
         not ended follow the first page only, ``offset`` 0; later pages list them in their
         place), so pages of one ``limit`` concatenate to every job. Jobs queued while paging
-        shift later pages by as many (a row may come again at a page's edge; none is skipped).
+        shift later pages by as many (a row may come again at a page's edge); a collection
+        deleted while paging takes its jobs out, shifting them back (as many rows are skipped).
 
         Raises:
             InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none);

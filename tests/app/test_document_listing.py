@@ -352,3 +352,48 @@ def test_a_relative_prefix_of_a_file_deleted_since_lists_its_entries(minilm, tmp
     assert listed("nothing/") == []
     removed = invoke_cli("delete", "c", "-d", "corpus/a.txt", "-y", env=env)
     assert removed.returncode == 0 and listed("corpus/a.txt") == [], removed.stderr
+
+
+def test_a_page_and_its_count_agree_when_a_write_comes_between_them(tmp_path) -> None:
+    """The API review of the fifth session of 2026-12-06: the page's SELECT and its COUNT are
+    two statements, and a job writing between them made them disagree (a page of 11 documents
+    under a limit of 1000 said 20 more followed, and its Link led to an empty page; the other
+    way, a full page said none followed). Here another connection adds, then removes, rows
+    just before the COUNT runs: a page short of its limit says nothing follows, a full one that
+    something does."""
+    from sqlalchemy import delete, event
+
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        engine = facet.context.engine
+        with facet.catalog.ctx.sessions.begin() as session:
+            coll = md.create_collection(session, "c", backend="edge", chunk_size=64,
+                                        chunk_overlap=8, tokenizer="minilm")
+            coll_id = coll.id
+            session.execute(insert(md.Document), [
+                {"collection_id": coll_id, "key": f"/d/{i:02d}.txt", "source": f"/d/{i:02d}.txt",
+                 "status": "indexed", "n_chunks": 1} for i in range(11)])
+        meanwhile: list[object] = []
+
+        def before_count(conn, cursor, statement, *args) -> None:
+            if "count(" in statement.lower() and "documents" in statement and meanwhile:
+                write = meanwhile.pop()
+                with engine.connect() as other:  # another writer, committed
+                    other.execute(write)
+                    other.commit()
+
+        event.listen(engine, "before_cursor_execute", before_count)
+        try:
+            meanwhile.append(insert(md.Document).values([
+                {"collection_id": coll_id, "key": f"/e/{i:02d}.txt", "source": f"/e/{i:02d}.txt",
+                 "status": "indexed", "n_chunks": 1} for i in range(20)]))
+            page = facet.documents("c", limit=1000)
+            assert (len(page), page.not_shown) == (11, 0)  # (it said 20 more)
+            meanwhile.append(delete(md.Document).where(md.Document.key.like("/e/%")))
+            page = facet.documents("c", limit=30)
+            assert len(page) == 30 and page.not_shown >= 1  # (it said none: 11 + 20 - 30 - 20)
+            assert not meanwhile
+        finally:
+            event.remove(engine, "before_cursor_execute", before_count)
+    finally:
+        facet.close()
