@@ -12,6 +12,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from app.encoding import unread_message
 from app.services.collections import JobInfo
 from app.services.search import SearchResponse, SearchResult
@@ -166,3 +168,17 @@ def test_the_job_bar_and_its_announcement_count_the_documents_a_sync_removed() -
     assert render.job_said(job).endswith("2 indexed, 28 unchanged, 0 failed, 1 removed.")
     plain = _job()
     assert "removed" not in render.job_html(plain, 3) and "removed" not in render.job_said(plain)
+
+
+@pytest.mark.parametrize(("text", "closed"), [
+    ("a\u202eevil\nnext", "a\u202eevil\u202c\nnext"),  # closed at its line's end
+    ("\u202b\u202dx", "\u202b\u202dx\u202c\u202c"),  # two open: both closed, at the end
+    ("\u202ea\u202cb\n", "\u202ea\u202cb\n"),  # closed by the text itself: nothing added
+    ("\u2067a\u202cb", "\u2067a\u202cb\u2069"),  # a PDF does not close an isolate
+    ("x\u2067y\u202ez\u2069w", "x\u2067y\u202ez\u2069w"),  # a PDI closes what opened in it
+    ("plain \u05e9\u05dc\u05d5\u05dd", "plain \u05e9\u05dc\u05d5\u05dd"),  # no control: as is
+])
+def test_a_snippets_open_bidi_controls_are_closed_at_each_lines_end(text, closed) -> None:
+    """(Where no chromium runs: the browser test in test_render_fixes_browser.py draws it.)"""
+    assert render.bidi_closed(text) == closed
+    assert render.highlight(text, []) == render.esc(closed)
