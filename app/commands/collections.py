@@ -9,6 +9,7 @@ import re
 import sys
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
@@ -576,12 +577,14 @@ DEFAULT_DOCUMENTS_LISTED = 20  # facet documents --limit
 DOCUMENT_ERROR_SHOWN = 100
 
 
-def document_line(d: DocumentInfo) -> str:
+def document_line(d: DocumentInfo, *, twin: bool = False) -> str:
     """``facet documents``' line of one document: its key first, as one shell word
     (``shell_word``: printable, and pasted back into `facet delete C --document KEY` it is the
     key, also with spaces or control characters in it), its status, chunks, then its title and,
-    where it is not the key, its source, cut (``shown_name``); an error's reason, cut."""
-    parts = [shell_word(d.key), d.status, plural(d.chunks, "chunk")]
+    where it is not the key, its source, cut (``shown_name``); an error's reason, cut.
+    ``twin``: another key listed with it differs from it only in its Unicode normalization
+    form, so both are written with their non-ASCII characters escaped (``$'re\\u0301sume.txt'``)."""
+    parts = [shell_word(d.key, ascii_only=twin), d.status, plural(d.chunks, "chunk")]
     if d.title:
         parts.append(printable(shown_name(d.title)))
     if d.source != d.key:
@@ -1210,8 +1213,12 @@ def register(cli: typer.Typer) -> None:
                        f"{narrowed if there else ''}")
         elif not docs:
             typer.echo(f"no {which}s{narrowed} in collection {printable(collection)}")
+        # Keys that print alike (a file's name in NFC and in NFD, from macOS: two documents)
+        # are told apart (the i18n review of the fifth session of 2026-12-06: both lines read
+        # '/docs/résumé.txt'; only `facet delete`'s refusal showed the difference).
+        forms = Counter(unicodedata.normalize("NFC", d.key) for d in docs)
         for d in docs:
-            typer.echo(document_line(d))
+            typer.echo(document_line(d, twin=forms[unicodedata.normalize("NFC", d.key)] > 1))
         if not_shown:
             typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
                                            DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED))

@@ -397,3 +397,42 @@ def test_a_page_and_its_count_agree_when_a_write_comes_between_them(tmp_path) ->
             event.remove(engine, "before_cursor_execute", before_count)
     finally:
         facet.close()
+
+
+def test_keys_that_differ_only_in_unicode_form_are_listed_apart(tmp_path) -> None:
+    """The i18n review of the fifth session of 2026-12-06: a file's name in NFC and the same
+    name in NFD (from macOS) are two documents whose lines read alike, '/d/résumé.txt' twice.
+    Such keys are written with their non-ASCII characters escaped, and each pastes back into
+    `facet delete` as itself; other keys are written as before."""
+    import unicodedata
+
+    from app.text import shell_word
+
+    nfc = "/d/" + unicodedata.normalize("NFC", "résumé.txt")
+    nfd = "/d/" + unicodedata.normalize("NFD", "résumé.txt")
+    other = "/d/" + unicodedata.normalize("NFD", "café.txt")
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        with facet.catalog.ctx.sessions.begin() as session:
+            coll = md.create_collection(session, "c", backend="edge", chunk_size=64,
+                                        chunk_overlap=8, tokenizer="minilm")
+            session.execute(insert(md.Document), [
+                {"collection_id": coll.id, "key": key, "source": key, "status": "indexed",
+                 "n_chunks": 1} for key in (nfc, nfd, other)])
+    finally:
+        facet.close()
+    shown = invoke_cli("documents", "c", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split("  ")[0] for line in shown.stdout.splitlines()}
+    assert lines == {"$'/d/r\\u00e9sum\\u00e9.txt'", "$'/d/re\\u0301sume\\u0301.txt'",
+                     shell_word(other)}, lines
+    assert shell_word(other) == f"'{other}'"  # (as before: it has no twin)
+    assert {bash_word(w) for w in lines} == {nfc, nfd, other}
+
+
+def bash_word(word: str) -> str:
+    """What bash makes of ``word`` (a `$'...'` word included)."""
+    import subprocess
+
+    return subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True,
+                          check=True).stdout
