@@ -10,7 +10,9 @@ controls escaped (``printable``) as the CLI shows them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,31 @@ def shown_key(key: str, uploads: Path | None) -> str:
     return printable(key)
 
 
-def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None) -> str:
+def twin_keys(docs: Sequence[DocumentInfo]) -> set[str]:
+    """The keys of ``docs`` that another of them equals but for its Unicode normalization form
+    (a file's name in NFC and in NFD, from macOS: two documents whose names read alike)."""
+    forms = Counter(unicodedata.normalize("NFC", d.key) for d in docs)
+    return {d.key for d in docs if forms[unicodedata.normalize("NFC", d.key)] > 1}
+
+
+def _form(key: str) -> str:
+    """How ``key`` writes its accents, for telling twins (``twin_keys``) apart."""
+    if unicodedata.is_normalized("NFC", key):
+        return "accents as single characters, NFC"
+    if unicodedata.is_normalized("NFD", key):
+        return "accents as separate marks, NFD"
+    return "accents written both ways"
+
+
+def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None,
+                   twins: Set[str] = frozenset()) -> str:
     """A document as the page names it: its key (``shown_key``), and for a record keyed by its
     id (a csv/jsonl file's) the file it was read from, as `facet documents` says "from SOURCE"
-    (a bare id did not say which upload it came from)."""
+    (a bare id did not say which upload it came from). A key of ``twins`` says how it writes
+    its accents (the i18n review of the fifth session of 2026-12-06: "résumé.txt" twice)."""
     shown = shown_key(doc.key, uploads)
+    if doc.key in twins:
+        shown += f" ({_form(doc.key)})"
     if doc.source and doc.source != doc.key and not doc.key.startswith(doc.source):
         shown += f" (from {shown_key(doc.source, uploads)})"
     return shown
@@ -56,12 +78,13 @@ def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[li
     after it), chunks (a number, so the column sorts as numbers), when its row was last
     written."""
     rows: list[list[Any]] = []
+    twins = twin_keys(docs)
     for d in docs:
         # An upload's error names it by the name it was uploaded under, as the key and the Index
         # tab's errors table do (it showed the server's data folder: "DATA/uploads/C/a.txt").
         status = (f"{d.status}: {printable(source_relative(d.error, None if uploads is None else str(uploads)))}"
                   if d.status == "error" and d.error else d.status)
-        rows.append([shown_document(d, uploads), printable(d.title or ""), status, d.chunks,
+        rows.append([shown_document(d, uploads, twins), printable(d.title or ""), status, d.chunks,
                      d.updated_at.replace("T", " ")[:19]])
     return rows
 
@@ -69,7 +92,8 @@ def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[li
 def removal_choices(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[tuple[str, str]]:
     """The "remove" checkboxes of a page: each document as the table names it, its value the
     real key."""
-    return [(shown_document(d, uploads), d.key) for d in docs]
+    twins = twin_keys(docs)
+    return [(shown_document(d, uploads, twins), d.key) for d in docs]
 
 
 def page_text(collection: str, shown: int, offset: int, not_shown: int, status: str | None,

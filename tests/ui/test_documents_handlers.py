@@ -313,3 +313,26 @@ def test_the_pickers_default_reads_the_default_embedder_as_the_cli_does(minilm, 
             assert f"{hit.score:.3f}" in html.unescape(results), hit.score
     finally:
         facet.close()
+
+
+def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents() -> None:
+    """The i18n review of the fifth session of 2026-12-06: a server folder's file named in NFC
+    and another in NFD (from macOS) are two documents the table and the removal boxes named
+    alike, "résumé.txt" twice. Such twins say how each writes its accents; others as before."""
+    import unicodedata
+
+    from app.services.collections import DocumentInfo
+    from ui import documents as view
+
+    def doc(key: str) -> DocumentInfo:
+        return DocumentInfo(key=key, source=key, title=None, status="indexed", chunks=1,
+                            updated_at="2026-12-06T10:00:00", metadata={}, error=None)
+
+    nfc, nfd = (unicodedata.normalize(form, "/srv/résumé.txt") for form in ("NFC", "NFD"))
+    other = unicodedata.normalize("NFD", "/srv/café.txt")
+    docs = [doc(nfc), doc(nfd), doc(other)]
+    assert view.removal_choices(docs, None) == [
+        ("/srv/résumé.txt (accents as single characters, NFC)", nfc),
+        (f"{nfd} (accents as separate marks, NFD)", nfd), (other, other)]
+    assert [row[0] for row in view.document_rows(docs, None)] == [
+        label for label, _ in view.removal_choices(docs, None)]
