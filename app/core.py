@@ -985,7 +985,8 @@ class Facet:
 
     @_domain_errors
     def documents(self, collection: str, limit: int = 20, offset: int = 0,
-                  status: str | None = None, prefix: str | None = None) -> DocumentList:
+                  status: str | None = None, prefix: str | None = None,
+                  after: str | None = None) -> DocumentList:
         """A page of ``collection``'s documents in key order, each a ``DocumentInfo`` (its
         ``key``, as searches return it in ``doc_id`` and as ``remove_documents`` takes it;
         ``source``, ``title``, ``status``, ``chunks``, ``updated_at``, ``metadata``,
@@ -994,22 +995,28 @@ class Facet:
         is added or removed). ``status`` (indexed, error, pending) and ``prefix`` (how the key
         or the ``source`` starts: a folder's path, a csv/jsonl file's path, whose records are
         keyed by their ids, a record id's start; case kept, no wildcards) narrow them.
-        Read by SQL alone (a LIMIT, an OFFSET and one COUNT): the vector store is not opened.
+        ``after`` (a key): only the documents whose key sorts after it, ``offset`` and
+        ``not_shown`` counted among those; the next page is ``after`` the last key of this
+        one, which a document indexed or removed while paging does not shift (an offset page
+        then repeats or skips one). Read by SQL alone (a LIMIT, an OFFSET and one COUNT): the
+        vector store is not opened.
 
         Raises:
             NotFoundError: an unknown collection (``param`` ``collection``); a name that is
                 none (empty, ``café``) is an ``InvalidRequestError`` (``check_collection``).
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0, ``status`` not
-                one of indexed, error, pending (``param`` names which); a ``collection`` or
-                ``prefix`` that is not a str, a ``limit`` or ``offset`` that is not an int.
+                one of indexed, error, pending (``param`` names which); a ``collection``,
+                ``prefix`` or ``after`` that is not a str, a ``limit`` or ``offset`` that is not
+                an int.
         """
         check_str(collection, "collection")
         check_collection(collection)
         check_str(prefix, "prefix", optional=True, param="prefix")
         check_str(status, "status", optional=True, param="status")
+        check_str(after, "after", optional=True, param="after")
         limit = check_int(limit, "limit", param="limit")
         offset = check_int(offset, "offset", param="offset")
-        return self.catalog.documents(collection, limit, offset, status, prefix)
+        return self.catalog.documents(collection, limit, offset, status, prefix, after)
 
     @_domain_errors
     def remove_documents(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,

@@ -669,8 +669,8 @@ def count_documents(session: Session, collection_id: int, status: str | None = N
 
 
 def page_documents(session: Session, collection_id: int, limit: int, *, offset: int = 0,
-                   status: str | None = None,
-                   prefix: str | None = None) -> tuple[list[Document], int]:
+                   status: str | None = None, prefix: str | None = None,
+                   after: str | None = None) -> tuple[list[Document], int]:
     """A page of a collection's documents in key order (the (collection, key) unique index's
     order: pages of one ``limit`` read every document once while none is added or removed),
     ``limit`` of them after the first ``offset`` (an SQL LIMIT and OFFSET), and how many match
@@ -682,8 +682,14 @@ def page_documents(session: Session, collection_id: int, limit: int, *, offset: 
     them), so a job writing between them made them disagree: a page of 11 documents under a
     limit of 1000 said 20 more followed, and its next page was empty (the API review of the
     fifth session of 2026-12-06). The page reads one row past ``limit`` and the total is made
-    to agree with it: past the page's end when that row exists, not when it does not."""
+    to agree with it: past the page's end when that row exists, not when it does not.
+
+    ``after``: only the documents whose key sorts after it (a keyset page: the next page is
+    ``after`` the last key of this one, which a document indexed or removed meanwhile does not
+    shift, as it shifts an offset); the count is of those too."""
     where = [Document.collection_id == collection_id]
+    if after is not None:
+        where.append(Document.key > after)
     if status is not None:
         where.append(Document.status == status)
     if prefix:

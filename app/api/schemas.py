@@ -349,9 +349,13 @@ class DocumentListQuery(_Query):
                                                            "maximum": MAX_DOCUMENTS_LISTED})
     offset: QueryInt = Field(
         default=0, json_schema_extra={"minimum": 0},
-        description="skip the first `offset` documents (in key order): the next page is "
-                    "`offset` + `limit` (the `Link` header's URL), until a page comes without "
-                    "one (past the end: an empty list)")
+        description="skip the first `offset` documents (in key order; after `after` where it "
+                    "is given): past the end, an empty list")
+    after: str | None = Field(
+        default=None, description="only the documents whose key sorts after this one: the "
+                                  "`Link` header's next page is `after` this page's last key "
+                                  "(a keyset page, which documents indexed or removed while "
+                                  "paging do not shift), until a page comes without one")
     status: DocumentStatus | None = Field(
         default=None, description="only the documents of this status: `indexed`, `error` "
                                   "(could not be indexed; `error` says why) or `pending`")

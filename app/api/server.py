@@ -801,14 +801,16 @@ def _is_token_ids(x: Any) -> bool:
     return isinstance(x, list) and bool(x) and all(_is_int(t) for t in x)
 
 
-def _next_page(path: str, limit: int, offset: int, left_out: int, counted: str,
-               **kept: str | None) -> dict[str, str]:
+def _next_page(path: str, limit: int, offset: int, left_out: int, counted: str, *,
+               after: str | None = None, **kept: str | None) -> dict[str, str]:
     """The headers of a listing's page with more past it (``GET /jobs``, ``GET
     /collections/{name}/documents``): a ``Link`` (RFC 8288) to the next page, ``limit`` and
     the ``kept`` parameters given kept, and the ``counted`` header saying how many it left out;
     the body stays a bare list. Until 2026-12-01 a full last page could not be told from one
-    with more behind it but by asking again."""
-    params: dict[str, str | int] = {"limit": limit, "offset": offset + limit}
+    with more behind it but by asking again. ``after``: the next page is a keyset page, the
+    keys after this one (this page's last), not ``offset`` + ``limit``."""
+    params: dict[str, str | int] = ({"limit": limit, "after": after} if after is not None
+                                    else {"limit": limit, "offset": offset + limit})
     params |= {k: v for k, v in kept.items() if v is not None}
     return {"Link": f'<{path}?{urlencode(params, quote_via=quote)}>; rel="next"',
             counted: str(left_out)}
@@ -1396,7 +1398,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
              response_model=list[DocumentInfo],
              responses=fails(*facade, 400, 404) | {200: {"headers": {
                  "Link": {"description": "only where documents are left out past this page: "
-                                         "`</collections/NAME/documents?...&offset=N>; "
+                                         "`</collections/NAME/documents?limit=L&after=KEY...>; "
                                          "rel=\"next\"`, the next page",
                           "schema": {"type": "string"}},
                  "X-Facet-Documents-Not-Shown": {
@@ -1409,8 +1411,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """A page of the collection's documents in key order, as `facet documents NAME --json`
         lists them: each one's `key` (what search results show as `doc_id`, and what
         `DELETE /collections/{name}/documents?key=` takes), `source`, `title`, `status`,
-        `chunks`, `updated_at`, `metadata` and `error`. `offset` pages through them all: where
-        more are past the page, a `Link` header (rel="next") gives the next page's URL and
+        `chunks`, `updated_at`, `metadata` and `error`. Where more are past the page, a `Link`
+        header (rel="next") gives the next page's URL, `after` this page's last key, and
         `X-Facet-Documents-Not-Shown` how many; the body stays a bare list."""
         if (refused := _refused_collection(name, param=None)) is not None:
             return refused
@@ -1423,7 +1425,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                          f"{query.offset}", "invalid_request_error",
                                          param="offset")
         try:
-            listed = facet.documents(name, query.limit, query.offset, query.status, query.prefix)
+            listed = facet.documents(name, query.limit, query.offset, query.status, query.prefix,
+                                     query.after)
         except NotFoundError as e:
             # The collection is the path (param null, as GET /collections/{name}); this route
             # is in no table of the error handler's, so its code is given here.
@@ -1432,10 +1435,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return errors.error_response(404, str(e), "not_found_error",
                                          code="collection_not_found")
         more = listed.not_shown if isinstance(listed, DocumentList) else 0
+        # The next page after this one's last key (a keyset page): by offset, a document indexed
+        # or removed while a client followed the Links shifted every later page, so a row came
+        # twice or was skipped (the API review of the fifth session of 2026-12-06).
         return _json([asdict(d) for d in listed], headers=_next_page(
             f"/collections/{quote(name, safe='')}/documents", query.limit, query.offset, more,
-            "X-Facet-Documents-Not-Shown", status=query.status, prefix=query.prefix)
-            if more else None)
+            "X-Facet-Documents-Not-Shown", after=listed[-1].key, status=query.status,
+            prefix=query.prefix) if more and listed else None)
 
     # Removing writes the metadata (429 while another process holds its write lock); a job
     # writing the collection, or its vectors in another store, is a 409.

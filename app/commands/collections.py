@@ -563,13 +563,16 @@ def _rerun_text(rerun: str) -> str:
 
 
 def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
-                    default: int = DEFAULT_JOBS_LISTED, most: int = MAX_JOBS_LISTED) -> str:
+                    default: int = DEFAULT_JOBS_LISTED, most: int = MAX_JOBS_LISTED, *,
+                    after: str | None = None) -> str:
     """The line under a page of `facet jobs` (``what`` "older job") or `facet documents` that
     leaves some out, with the next page's options (the page size kept unless ``default``:
-    following "--offset K" alone listed 20; ``most``: the largest page)."""
+    following "--offset K" alone listed 20; ``most``: the largest page). ``after``: the page's
+    last key, for a page of `facet documents --after` (the next is after it)."""
     size = f"--limit {limit} " if limit != default else ""
-    return (f"… {plural(not_shown, what, grouped=True)} not shown ({size}--offset "
-            f"{offset + limit} shows the next ones; --limit N: N a page, up to {most})")
+    step = f"--after {shell_word(after)}" if after is not None else f"--offset {offset + limit}"
+    return (f"… {plural(not_shown, what, grouped=True)} not shown ({size}{step} shows the next "
+            f"ones; --limit N: N a page, up to {most})")
 
 
 DEFAULT_DOCUMENTS_LISTED = 20  # facet documents --limit
@@ -1171,6 +1174,11 @@ def register(cli: typer.Typer) -> None:
             help="only the documents whose key, or the file they were read from, starts with "
                  "KEY_PREFIX (a folder's path, a csv/jsonl file's path, a record id's start; "
                  "case kept, no wildcards)")] = None,
+        after: Annotated[str | None, typer.Option(
+            "--after", metavar="KEY",
+            help="only the documents whose key sorts after KEY (a page's last key: the next "
+                 "page, which documents indexed or removed meanwhile do not shift, as they "
+                 "shift --offset)")] = None,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: a list, as GET /collections/NAME/documents "
                            "(the documents left out said on stderr)")] = False,
@@ -1181,6 +1189,7 @@ def register(cli: typer.Typer) -> None:
         A key is printed as one shell word: pasted into `facet delete NAME --document KEY` it
         removes that document (keys are what `facet search` shows as doc_id)."""
         given = argument_text(prefix, "--prefix", "prefix")
+        after = argument_text(after, "--after", "after")
         prefix = _prefix_path(given)
         with open_facet() as facet:
             gone = _gone_path_prefixes(given, prefix)
@@ -1191,22 +1200,27 @@ def register(cli: typer.Typer) -> None:
                 # page (--offset) and the count past the end read the same prefix.
                 prefix = next((path for path in gone
                                if facet.documents(collection, 1, 0, status, path)), prefix)
-            docs = facet.documents(collection, limit, offset, status, prefix)
+            docs = facet.documents(collection, limit, offset, status, prefix, after)
             there = 0
             if offset and not docs and not as_json:
                 # Past the end: how many there are, as `facet jobs --offset` says it.
-                first = facet.documents(collection, 1, 0, status, prefix)
+                first = facet.documents(collection, 1, 0, status, prefix, after)
                 there = len(first) + first.not_shown
         not_shown = docs.not_shown if isinstance(docs, DocumentList) else 0
+        # With --after, the next page is after this one's last key (what --after was given for).
+        last = docs[-1].key if after is not None and docs else None
         if as_json:
             typer.echo(printable_json([asdict(d) for d in docs]))
             if not_shown:
                 # stdout stays the bare list, as `facet jobs --json` keeps it.
                 typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
-                                           DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED), err=True)
+                                           DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED,
+                                           after=last), err=True)
             return
         which = f"{status} document" if status else "document"
         narrowed = (f" whose key or file starts with {printable(prefix)}" if prefix else "")
+        if after is not None:
+            narrowed += f" after {shell_word(after)}"
         if not docs and offset:
             typer.echo(f"no {which}s{narrowed} past the first {offset:,}: collection "
                        f"{printable(collection)} has {plural(there, which, grouped=True) if there else 'none'}"
@@ -1221,7 +1235,7 @@ def register(cli: typer.Typer) -> None:
             typer.echo(document_line(d, twin=forms[unicodedata.normalize("NFC", d.key)] > 1))
         if not_shown:
             typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
-                                           DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED))
+                                       DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED, after=last))
 
     @cli.command("delete")
     @handle_errors

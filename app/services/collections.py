@@ -2083,14 +2083,18 @@ class CollectionService:
             return shown
 
     def documents(self, collection: str, limit: int = 20, offset: int = 0,
-                  status: str | None = None, prefix: str | None = None) -> DocumentList:
+                  status: str | None = None, prefix: str | None = None,
+                  after: str | None = None) -> DocumentList:
         """A page of ``collection``'s documents in key order: the ``limit`` after the first
         ``offset`` (an SQL LIMIT and OFFSET on the (collection, key) index), ``status`` and
         ``prefix`` (how the key or the source starts, compared as text, case kept) narrowing
         them.
         ``not_shown`` says how many more match past the page (one COUNT), so pages of one
         ``limit`` read every document once; documents indexed or removed while paging shift
-        later pages by as many. Nothing is read from the vector store.
+        later pages by as many. ``after``: only the documents whose key sorts after it (the
+        next page is ``after`` this page's last key, a page no write shifts: the offset then
+        counts from there, and ``not_shown`` counts past the page among those). Nothing is read
+        from the vector store.
 
         Raises:
             NotFoundError: an unknown collection (``param`` ``collection``).
@@ -2111,13 +2115,18 @@ class CollectionService:
                 raise InvalidRequestError(f"prefix must be a str, got {type(prefix).__name__}",
                                           param="prefix")
             check_text_encodable(prefix, "prefix", param="prefix")
+        if after is not None:
+            if not isinstance(after, str):
+                raise InvalidRequestError(f"after must be a str, got {type(after).__name__}",
+                                          param="after")
+            check_text_encodable(after, "after", param="after")
         check_collection_text(collection)
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, collection)
             if coll is None:
                 raise self._not_found(session, collection, param="collection")
             rows, total = md.page_documents(session, coll.id, limit, offset=offset,
-                                            status=status, prefix=prefix)
+                                            status=status, prefix=prefix, after=after)
             shown = DocumentList(DocumentInfo(
                 key=d.key, source=d.source, title=d.title,
                 status=cast(DocumentStatus, d.status), chunks=d.n_chunks,

@@ -436,3 +436,53 @@ def bash_word(word: str) -> str:
 
     return subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True,
                           check=True).stdout
+
+
+def test_a_keyset_page_after_a_key_is_not_shifted_by_writes_before_it(tmp_path) -> None:
+    """The API review of the fifth session of 2026-12-06: by offset, removing documents of a
+    page already read shifted the next page past as many (skipped), and adding some before it
+    repeated rows. ``after`` (the last key read) starts the next page where the last ended,
+    ``not_shown`` counted past it."""
+    from sqlalchemy import delete
+
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        def add(*keys: str) -> None:
+            with facet.catalog.ctx.sessions.begin() as session:
+                coll = md.get_collection(session, "c") or md.create_collection(
+                    session, "c", backend="edge", chunk_size=64, chunk_overlap=8,
+                    tokenizer="minilm")
+                session.execute(insert(md.Document), [
+                    {"collection_id": coll.id, "key": k, "source": k, "status": "indexed",
+                     "n_chunks": 1} for k in keys])
+
+        add(*(f"/d/{i:02d}.txt" for i in range(20)))
+        first = facet.documents("c", limit=5)
+        assert [d.key for d in first] == [f"/d/{i:02d}.txt" for i in range(5)]
+        with facet.catalog.ctx.sessions.begin() as session:  # two of the page read are removed
+            session.execute(delete(md.Document).where(md.Document.key.in_(["/d/01.txt", "/d/02.txt"])))
+        add("/d/03a.txt")  # and one is added before the next page
+        after = facet.documents("c", limit=5, after=first[-1].key)
+        assert [d.key for d in after] == [f"/d/{i:02d}.txt" for i in range(5, 10)]
+        assert after.not_shown == 10
+        by_offset = facet.documents("c", limit=5, offset=5)  # (what the offset reads: shifted)
+        assert by_offset[0].key == "/d/06.txt"
+        # Filters and an offset count among the keys after it; past the last key, none.
+        assert [d.key for d in facet.documents("c", limit=2, offset=1, after="/d/17.txt")] == \
+            ["/d/19.txt"]
+        last = facet.documents("c", limit=5, after="/d/19.txt")
+        assert (list(last), last.not_shown) == ([], 0)
+        with pytest.raises(InvalidRequestError, match="after must be a str") as e:
+            facet.documents("c", after=3)  # type: ignore[arg-type]
+        assert e.value.param == "after"
+    finally:
+        facet.close()
+    # `facet documents --after KEY`: the page after KEY, the next one's option after its last.
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    page = invoke_cli("documents", "c", "--limit", "2", "--after", "/d/15.txt", env=env)
+    assert page.stdout.splitlines() == [
+        "/d/16.txt  indexed  1 chunk", "/d/17.txt  indexed  1 chunk",
+        "… 2 more documents not shown (--limit 2 --after /d/17.txt shows the next ones; --limit N: "
+        "N a page, up to 1000)"], page.stdout
+    assert invoke_cli("documents", "c", "--after", "/d/19.txt", env=env).stdout == \
+        "no documents after /d/19.txt in collection c\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -82,6 +83,12 @@ def test_status_and_prefix_filter_and_the_link_keeps_them(client, root) -> None:
     assert len(keys) == 12 and all(k.startswith(under_a) for k in keys)
     assert str(root / "src" / "a" / ODD) in keys  # "&", "#" and " " survive the Link's URL
     assert "status=indexed" in first.headers["link"]
+    # The next page is after this one's last key (a keyset page), the filters kept.
+    last = first.json()[-1]["key"]
+    assert f"after={quote(last, safe='')}" in first.headers["link"], first.headers["link"]
+    assert "offset" not in first.headers["link"]
+    after = client.get(PATH, params={"status": "indexed", "prefix": under_a, "after": last})
+    assert [d["key"] for d in after.json()] == keys[5:]
 
 
 @pytest.mark.parametrize(("query", "param"), [
@@ -106,7 +113,8 @@ def test_openapi_declares_the_route_and_cors_exposes_its_header(client) -> None:
     spec = client.get("/openapi.json").json()
     get = spec["paths"]["/collections/{name}/documents"]["get"]
     assert get["operationId"] == "listDocuments" and get["tags"] == ["collections"]
-    assert [p["name"] for p in get["parameters"]] == ["name", "limit", "offset", "status", "prefix"]
+    assert [p["name"] for p in get["parameters"]] == ["name", "limit", "offset", "after", "status",
+                                                      "prefix"]
     assert set(get["responses"]["200"]["headers"]) == {"Link", "X-Facet-Documents-Not-Shown"}
     assert {"400", "404", "500"} <= set(get["responses"])
     item = get["responses"]["200"]["content"]["application/json"]["schema"]["items"]["$ref"]
