@@ -1276,21 +1276,25 @@ class Facet:
 
     @_domain_errors
     def jobs(self, collection: str | None = None, limit: int = 20,
-             offset: int = 0) -> list[JobInfo]:
+             offset: int = 0, before: int | None = None) -> list[JobInfo]:
         """Recent index jobs, newest first (of one collection when named): the ``limit`` after
         the newest ``offset`` (``CollectionService.jobs``: the first page, ``offset`` 0, also
-        lists every older job that has not ended).
+        lists every older job that has not ended). ``before`` (a job id): only the jobs below
+        it, ``offset`` counted among those: the next page is ``before`` this page's last id
+        (of its newest ``limit``), which jobs sent or deleted meanwhile do not shift.
 
         Raises:
-            InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0 (``param`` names
-                which); a ``collection`` that is not a str or None, or no name (empty or
-                blank, or one the store refuses: ``check_collection``), a ``limit`` that is
-                not an int.
+            InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0, ``before`` below
+                1 (``param`` names which); a ``collection`` that is not a str or None, or no
+                name (empty or blank, or one the store refuses: ``check_collection``), a
+                ``limit`` or ``before`` that is not an int.
         """
         check_str(collection, "collection", optional=True)
         check_collection(collection, optional=True)
         limit = check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
-        return self.catalog.jobs(collection, limit, plain_number(offset))
+        if before is not None:
+            before = check_int(before, "before", param="before")
+        return self.catalog.jobs(collection, limit, plain_number(offset), before)
 
     @_domain_errors
     def job(self, job_id: int, collection: str | None = None,

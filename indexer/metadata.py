@@ -737,14 +737,18 @@ def get_job(session: Session, job_id: int) -> IndexJob | None:
 
 
 def list_jobs(session: Session, collection_id: int | None = None, limit: int = 20, *,
-              unfinished: int = 0, offset: int = 0) -> Sequence[IndexJob]:
+              unfinished: int = 0, offset: int = 0,
+              before: int | None = None) -> Sequence[IndexJob]:
     """The newest ``limit`` jobs after the newest ``offset`` (an SQL OFFSET), newest first;
     then, with ``unfinished``, up to that many older ones whose row says ``queued`` or
     ``running`` (newest first too). A listing takes them so that a job still going is never cut
     off by newer ones: a 33-minute job was missing from `facet jobs` once 20 small jobs had
     been sent after it. Whether such a row's job is truly alive is the reader's to tell
-    (``effective_state``: a killed writer's row still says ``running``)."""
+    (``effective_state``: a killed writer's row still says ``running``). ``before``: only the
+    jobs whose id is below it (a keyset page: the next is before this page's last id)."""
     query = select(IndexJob).order_by(IndexJob.id.desc()).limit(limit)
+    if before is not None:
+        query = query.where(IndexJob.id < before)
     if offset > 0:
         query = query.offset(offset)
     if collection_id is not None:
@@ -760,9 +764,13 @@ def list_jobs(session: Session, collection_id: int | None = None, limit: int = 2
     return newest + list(session.scalars(older).all())
 
 
-def count_jobs(session: Session, collection_id: int | None = None) -> int:
-    """How many jobs there are (of one collection when given): one COUNT."""
+def count_jobs(session: Session, collection_id: int | None = None, *,
+               before: int | None = None) -> int:
+    """How many jobs there are (of one collection when given; whose id is below ``before``
+    when given): one COUNT."""
     query = select(func.count()).select_from(IndexJob)
+    if before is not None:
+        query = query.where(IndexJob.id < before)
     if collection_id is not None:
         query = query.where(IndexJob.collection_id == collection_id)
     return int(session.scalar(query) or 0)

@@ -316,9 +316,14 @@ class JobListQuery(_Query):
     # Checked by the route (a 400 naming it), only declared here.
     offset: QueryInt = Field(
         default=0, json_schema_extra={"minimum": 0},
-        description="skip the newest `offset` jobs: the next page is `offset` + `limit`, until "
-                    "a page comes back shorter than `limit` (past the end: an empty list). Only "
-                    "the first page (0) also lists the older jobs that have not ended")
+        description="skip the newest `offset` jobs (below `before` where it is given): past "
+                    "the end, an empty list. Only the first page (0, no `before`) also lists "
+                    "the older jobs that have not ended")
+    before: QueryInt | None = Field(
+        default=None, json_schema_extra={"minimum": 1},
+        description="only the jobs whose id is below this one: the `Link` header's next page is "
+                    "`before` the id of this page's last job of its newest `limit` (a keyset "
+                    "page, which jobs sent or deleted while paging do not shift)")
 
 
 class JobQuery(_Query):

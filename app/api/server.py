@@ -802,14 +802,16 @@ def _is_token_ids(x: Any) -> bool:
 
 
 def _next_page(path: str, limit: int, offset: int, left_out: int, counted: str, *,
-               after: str | None = None, **kept: str | None) -> dict[str, str]:
+               after: str | None = None, after_name: str = "after",
+               **kept: str | None) -> dict[str, str]:
     """The headers of a listing's page with more past it (``GET /jobs``, ``GET
     /collections/{name}/documents``): a ``Link`` (RFC 8288) to the next page, ``limit`` and
     the ``kept`` parameters given kept, and the ``counted`` header saying how many it left out;
     the body stays a bare list. Until 2026-12-01 a full last page could not be told from one
     with more behind it but by asking again. ``after``: the next page is a keyset page, the
-    keys after this one (this page's last), not ``offset`` + ``limit``."""
-    params: dict[str, str | int] = ({"limit": limit, "after": after} if after is not None
+    rows past this one (this page's last key or id), as the parameter ``after_name`` (``after``
+    for documents, ``before`` for jobs, newest first), not ``offset`` + ``limit``."""
+    params: dict[str, str | int] = ({"limit": limit, after_name: after} if after is not None
                                     else {"limit": limit, "offset": offset + limit})
     params |= {k: v for k, v in kept.items() if v is not None}
     return {"Link": f'<{path}?{urlencode(params, quote_via=quote)}>; rel="next"',
@@ -1242,15 +1244,16 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
              responses=fails(*facade, 400, 404) | {200: {"headers": {
                  "Link": {"description": "only where older jobs are left out of this page: "
-                                         "`</jobs?...&offset=N>; rel=\"next\"`, the next page",
+                                         "`</jobs?limit=L&before=ID...>; rel=\"next\"`, the "
+                                         "next page",
                           "schema": {"type": "string"}},
                  "X-Facet-Jobs-Not-Shown": {"description": "with `Link`: how many older jobs "
                                                            "this page left out",
                                             "schema": {"type": "integer"}}}}},
              operation_id="listJobs", tags=jobs)
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
-        """Recent jobs, newest first (of one collection when named); ``offset`` skips the
-        newest ones, to page through them all."""
+        """Recent jobs, newest first (of one collection when named); the `Link` header's next
+        page is `before` this page's last id (``offset`` skips the newest ones too)."""
         if (blank := _refused_collection(query.collection)) is not None:
             return blank
         if not 1 <= query.limit <= MAX_JOBS_LISTED:  # the facade's check, naming the parameter
@@ -1260,11 +1263,22 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return errors.error_response(400, f"offset must be a whole number, 0 or more, got "
                                          f"{query.offset}", "invalid_request_error",
                                          param="offset")
-        listed = facet.jobs(query.collection, query.limit, query.offset)
-        # Older jobs past this page: the next page's URL as a Link header (``_next_page``).
+        if query.before is not None and query.before < 1:
+            return errors.error_response(400, f"before must be a job id, a whole number from 1, "
+                                         f"got {query.before}", "invalid_request_error",
+                                         param="before")
+        listed = facet.jobs(query.collection, query.limit, query.offset, query.before)
+        # Older jobs past this page: the next page's URL as a Link header (``_next_page``),
+        # before the last of its newest `limit` jobs (the older ones that have not ended, which
+        # a first page adds after them, come again in their place). By offset, a collection
+        # deleted while a client followed the Links took its jobs out and shifted the later
+        # pages: as many jobs were never listed (the API review of the fifth session of
+        # 2026-12-06).
         more = listed.not_shown if isinstance(listed, JobList) else 0
+        last = listed[min(query.limit, len(listed)) - 1].id if listed else None
         return _json([asdict(j) for j in listed], headers=_next_page(
             "/jobs", query.limit, query.offset, more, "X-Facet-Jobs-Not-Shown",
+            after=None if last is None else str(last), after_name="before",
             collection=query.collection) if more else None)
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,

@@ -10,7 +10,7 @@ import sys
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
@@ -562,15 +562,23 @@ def _rerun_text(rerun: str) -> str:
             "removed already and removes the rest)")
 
 
+def _last_job(jobs: Sequence[JobInfo], limit: int, before: int | None) -> int | None:
+    """For a page of `facet jobs --before`: the id of the last of its newest ``limit`` jobs
+    (the next page is before it); None for a page of no ``--before``."""
+    return jobs[min(limit, len(jobs)) - 1].id if before is not None and jobs else None
+
+
 def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
                     default: int = DEFAULT_JOBS_LISTED, most: int = MAX_JOBS_LISTED, *,
-                    after: str | None = None) -> str:
+                    after: str | None = None, before: int | None = None) -> str:
     """The line under a page of `facet jobs` (``what`` "older job") or `facet documents` that
     leaves some out, with the next page's options (the page size kept unless ``default``:
     following "--offset K" alone listed 20; ``most``: the largest page). ``after``: the page's
-    last key, for a page of `facet documents --after` (the next is after it)."""
+    last key, for a page of `facet documents --after` (the next is after it); ``before``: the
+    page's last job id, for a page of `facet jobs --before`."""
     size = f"--limit {limit} " if limit != default else ""
-    step = f"--after {shell_word(after)}" if after is not None else f"--offset {offset + limit}"
+    step = (f"--after {shell_word(after)}" if after is not None else
+            f"--before {before}" if before is not None else f"--offset {offset + limit}")
     return (f"… {plural(not_shown, what, grouped=True)} not shown ({size}{step} shows the next "
             f"ones; --limit N: N a page, up to {most})")
 
@@ -1026,6 +1034,10 @@ def register(cli: typer.Typer) -> None:
         offset: Annotated[int, typer.Option(
             "--offset", help="skip the newest K jobs: --limit N --offset K lists jobs K+1 to K+N "
                              "(older ones that have not ended come only with --offset 0)")] = 0,
+        before: Annotated[int | None, typer.Option(
+            "--before", metavar="ID",
+            help="only the jobs older than job ID (a page's last: the next page, which jobs "
+                 "sent or deleted meanwhile do not shift, as they shift --offset)")] = None,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: a list, or with JOB_ID its object (as GET "
                            "/jobs/ID)")] = False,
@@ -1095,12 +1107,12 @@ def register(cli: typer.Typer) -> None:
             # printed 20,002 lines.
             shown = errors if errors is not None else DEFAULT_JOB_ERRORS if as_json else SHOWN_ERRORS
             jobs = ([facet.job(job_id, collection, shown, errors_offset)] if job_id is not None
-                    else facet.jobs(collection, limit, offset))
+                    else facet.jobs(collection, limit, offset, before))
             there = 0
             if job_id is None and offset and not jobs and not as_json:
                 # Past the end: how many there are ("no index jobs past the newest 20" read as
                 # if 20 existed). The first page of one, with the count of those it leaves out.
-                first = facet.jobs(collection, 1)
+                first = facet.jobs(collection, 1, 0, before)
                 there = len(first) + (first.not_shown if isinstance(first, JobList) else 0)
         if follow:
             assert job_id is not None
@@ -1113,11 +1125,16 @@ def register(cli: typer.Typer) -> None:
             if isinstance(jobs, JobList) and jobs.not_shown:
                 # stdout stays the bare list; the older jobs left out are said on stderr (a
                 # full page read as the last one until 2026-12-01), as GET /jobs' Link header.
-                typer.echo(_not_shown_line(jobs.not_shown, limit, offset), err=True)
+                typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
+                                           before=_last_job(jobs, limit, before)), err=True)
             return
+        older = f" older than job {before}" if before is not None else ""
         if not jobs and offset:
-            typer.echo(f"no index jobs past the newest {offset}: there "
+            typer.echo(f"no index jobs{older} past the newest {offset}: there "
                        f"{'is' if there == 1 else 'are'} {there or 'none'}"
+                       + (f" of collection {printable(collection)}" if collection else ""))
+        elif not jobs and before is not None:
+            typer.echo(f"no index jobs{older}"
                        + (f" of collection {printable(collection)}" if collection else ""))
         elif not jobs:
             typer.echo("no index jobs yet")
@@ -1153,7 +1170,8 @@ def register(cli: typer.Typer) -> None:
             # Jobs still going are listed whatever their age (``CollectionService.jobs``); the
             # rest past --limit were left out without a word. The next page's command keeps
             # the page size (following "--offset K" alone listed 20).
-            typer.echo(_not_shown_line(jobs.not_shown, limit, offset))
+            typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
+                                       before=_last_job(jobs, limit, before)))
 
     @cli.command("documents")
     @handle_errors

@@ -2038,7 +2038,8 @@ class CollectionService:
         logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
         return info
 
-    def jobs(self, collection: str | None = None, limit: int = 20, offset: int = 0) -> JobList:
+    def jobs(self, collection: str | None = None, limit: int = 20, offset: int = 0,
+             before: int | None = None) -> JobList:
         """The newest ``limit`` jobs (of one collection when named), newest first, then every
         older job that has not ended (queued, running or stalled: ``LIVE_STATES``), newest
         first too: a 33-minute job still running was cut off once 20 small jobs had been sent
@@ -2051,6 +2052,12 @@ class CollectionService:
         place), so pages of one ``limit`` concatenate to every job. Jobs queued while paging
         shift later pages by as many (a row may come again at a page's edge); a collection
         deleted while paging takes its jobs out, shifting them back (as many rows are skipped).
+        ``before`` (a job id): only the jobs below it, ``offset`` counted among those (a keyset
+        page: the next is before this page's last id, which no job sent or deleted shifts);
+        the older jobs that have not ended follow a first page only (``offset`` 0, no ``before``).
+        ``not_shown`` counts the jobs older than the page's last that it leaves out, in the same
+        read's terms (a job sent between the page's read and a count of every job made the
+        count say more followed a last page).
 
         Raises:
             InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none);
@@ -2061,6 +2068,10 @@ class CollectionService:
             raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
                                       param="limit")
         offset = _check_offset(offset, "offset")
+        if before is not None and (isinstance(before, bool) or not isinstance(before, int)
+                                   or before < 1):
+            raise InvalidRequestError(f"before must be a job id, a whole number from 1, got "
+                                      f"{before!r}", param="before")
         check_collection_text(collection)
         record_unrecorded_ends(self.ctx.sessions)  # (a job's end the database did not take)
         with self.ctx.sessions() as session:
@@ -2070,16 +2081,19 @@ class CollectionService:
                 if coll is None:
                     raise self._not_found(session, collection, param="collection")
                 coll_id = coll.id
-            jobs = md.list_jobs(session, coll_id, limit, offset=offset,
-                                unfinished=0 if offset else MAX_JOBS_LISTED)
+            jobs = md.list_jobs(session, coll_id, limit, offset=offset, before=before,
+                                unfinished=0 if offset or before is not None else MAX_JOBS_LISTED)
             counts = _error_counts(session, [j.id for j in jobs])
             keys = _error_counts(session, [j.id for j in jobs if is_removal(j)], removal=True)
             infos = [_job_info(j, [], counts.get(j.id, 0),
                                _removed_keys(session, j, 0, keys.get(j.id, 0))) for j in jobs]
             # An older row that says queued or running may be a job whose writer was killed
             # (``effective_state``: interrupted): it has ended, and waits its turn as others do.
-            shown = JobList(infos[:limit] + [i for i in infos[limit:] if i.state in LIVE_STATES])
-            shown.not_shown = max(0, md.count_jobs(session, coll_id) - offset - len(shown))
+            older = [i for i in infos[limit:] if i.state in LIVE_STATES]
+            shown = JobList(infos[:limit] + older)
+            # Those older than the page's newest rows' last, but the older live ones it shows.
+            shown.not_shown = max(0, md.count_jobs(session, coll_id, before=infos[limit - 1].id)
+                                  - len(older)) if len(infos) >= limit else 0
             return shown
 
     def documents(self, collection: str, limit: int = 20, offset: int = 0,

@@ -148,7 +148,10 @@ def test_api_pages_jobs_and_errors(facet: Facet) -> None:
         assert pages[3].json() == [] and pages[4].json() == []
         # Only a page with older jobs behind it says so, with the next page's URL: following
         # the Links from the first page reads every job once, and the last page has none.
-        assert pages[0].headers["Link"] == '</jobs?limit=10&offset=10&collection=pg>; rel="next"'
+        # (The next page is before this one's last job: by offset, a job deleted meanwhile
+        # shifted it, and as many jobs were never listed.)
+        assert pages[0].headers["Link"] == \
+            f'</jobs?limit=10&before={every[9]}&collection=pg>; rel="next"'
         assert pages[0].headers["X-Facet-Jobs-Not-Shown"] == "15"
         assert "Link" not in pages[2].headers and "Link" not in pages[3].headers
         followed, url = [], "/jobs?collection=pg&limit=10"
@@ -213,3 +216,37 @@ def test_cli_offset_and_errors_offset(data_dir: Path) -> None:
     assert bad.returncode == 2 and "offset must be a whole number, 0 or more, got -1" in bad.stderr
     assert invoke_cli("jobs", "--errors-offset", "5", env=env).returncode == 2
     assert invoke_cli("jobs", "1", "--offset", "5", env=env).returncode == 2
+
+
+def test_keyset_pages_of_jobs_are_not_shifted_by_a_collection_deleted_meanwhile(
+        facet: Facet) -> None:
+    """The API review of the fifth session of 2026-12-06: a page of GET /jobs read, then a
+    collection deleted (its jobs with it), then the Link followed: by offset the next page
+    started as many jobs later, and those were never listed. ``before`` the last id read (the
+    Link's now) is not shifted; ``not_shown`` counts past the page in the same terms."""
+    with TestClient(create_app(facet)) as client:
+        first = client.get("/jobs", params={"limit": 5})
+        every = [j["id"] for j in first.json()]
+        assert len(every) == 5 and first.headers["X-Facet-Jobs-Not-Shown"] == str(JOBS + 1 - 5)
+        facet.delete_collection("other")  # its one job (11) goes, older than this page
+        url = first.headers["Link"].partition(">")[0].removeprefix("<")
+        assert f"before={every[-1]}" in url
+        while url:
+            r = client.get(url)
+            assert r.status_code == 200, r.text
+            every += [j["id"] for j in r.json()]
+            url = r.headers.get("Link", "").partition(">")[0].removeprefix("<")
+        assert every == [i for i in range(JOBS + 1, 0, -1) if i != 11]  # none skipped
+        # Past the oldest, none; a bad `before` is named.
+        assert client.get("/jobs", params={"before": 1}).json() == []
+        for bad in (0, -2, "x"):
+            r = client.get("/jobs", params={"before": bad})
+            assert r.status_code == 400 and r.json()["error"]["param"] == "before", r.text
+    older = facet.jobs("pg", limit=3, offset=1, before=20)
+    assert [j.id for j in older] == [18, 17, 16]
+    assert isinstance(older, JobList) and older.not_shown == 15 - 1  # 15..1, job 11 gone
+    env = {"FACET_DATA_DIR": str(facet.settings.data_dir)}
+    text = invoke_cli("jobs", "-c", "pg", "--limit", "3", "--before", "20", env=env).stdout
+    assert text.splitlines()[-1] == ("… 15 older jobs not shown (--limit 3 --before 17 shows "
+                                     "the next ones; --limit N: N a page, up to 1000)"), text
+    assert invoke_cli("jobs", "--before", "1", env=env).stdout == "no index jobs older than job 1\n"
