@@ -111,15 +111,61 @@ _LONG_TOKEN_CHARS = 32
 _PIECE_CHARS = 4
 
 
-def _joins(text: str, i: int) -> bool:
-    """Whether ``text[i]`` belongs to the character before it, so that a piece of a long token
-    does not end between them: a combining mark (Thai vowels and tone marks, accents), a
-    variation selector, an emoji modifier or tag, or either side of a zero-width joiner."""
+def _regional(code: int) -> bool:
+    return 0x1F1E6 <= code <= 0x1F1FF  # a regional indicator: two make a flag
+
+
+def _hangul_lead(code: int) -> bool:
+    return 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C
+
+
+def _hangul_follows(code: int) -> bool:
+    """A conjoining vowel or trailing consonant jamo: part of the syllable before it."""
+    return 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FB
+
+
+def _joins(text: str, i: int, floor: int = 0) -> bool:
+    """Whether ``text[i]`` belongs to the character before it (one user-perceived character,
+    as Unicode's grapheme clusters, for the scripts met here), so that no chunk or piece of a
+    long token is cut between them: a combining mark (Thai vowels and tone marks, accents, a
+    keycap's U+20E3), a variation selector, an emoji modifier or tag, either side of a
+    zero-width joiner, the second regional indicator of a flag, and a decomposed Hangul
+    syllable's jamo. ``floor``: where the count of a run of regional indicators may start (a
+    known boundary), else at most 256 characters back (a flag in a longer run of flags may be
+    taken apart there). ``i`` 0 joins nothing."""
+    if i <= 0 or i >= len(text):
+        return False
     ch, before = text[i], text[i - 1]
-    code = ord(ch)
-    return (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
+    code, prev = ord(ch), ord(before)
+    if (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
             or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
-            or 0xE0020 <= code <= 0xE007F)
+            or 0xE0020 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF):
+        return True
+    if _hangul_follows(code) or (_hangul_lead(prev) and (
+            _hangul_lead(code) or 0xAC00 <= code <= 0xD7A3)):
+        return True
+    if _regional(code) and _regional(prev):
+        # The second of a pair: an odd number of regional indicators just before it.
+        k, low = i - 1, max(floor, i - 256)
+        while k > low and _regional(ord(text[k - 1])):
+            k -= 1
+        return (i - k) % 2 == 1
+    return False
+
+
+def _cut_inside(text: str | None, spans: Sequence[tuple[int, int]], i: int, start: int, *,
+                end: bool) -> bool:
+    """Whether a window cut at token ``i`` falls inside a character of the text (``_joins``):
+    where a window from token ``start`` ending before token ``i`` ends (``end``), or where
+    one beginning at token ``i`` begins, each as its chunk's text is cut (``_chunk_bounds``:
+    over the marks an uncased tokenizer leaves out; byte-level BPE gives one character several
+    tokens of the same span). A chunk began with a keycap's U+20E3 or a Hangul vowel, or cut a
+    flag in two."""
+    if text is None or not 0 < i < len(spans):
+        return False
+    at = (_chunk_bounds(text, spans, start, i)[1] if end
+          else _chunk_bounds(text, spans, i, i + 1)[0])
+    return _joins(text, at)
 
 
 def _bounded(spans: Sequence[tuple[int, int]], text: str) -> Sequence[tuple[int, int]]:
@@ -137,7 +183,7 @@ def _bounded(spans: Sequence[tuple[int, int]], text: str) -> Sequence[tuple[int,
         i = a
         while i < b:
             j = min(i + _PIECE_CHARS, b)
-            while j < b and _joins(text, j):
+            while j < b and _joins(text, j, floor=i):
                 j += 1
             out.append((i, j))
             i = j
@@ -230,17 +276,29 @@ def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig
         boundary = next((i for i in range(end - 1, low, -1) if _starts_word(spans, i, text)), None)
         if boundary is not None:
             end = boundary
+    # Not inside a character (``_cut_inside``), where tokens are cut: a token or more less.
+    end = _outside(text, spans, end, start, end=True)
     if end >= n:
         return end, n
     nxt = max(end - config.overlap, start + 1)
-    if _starts_word(spans, nxt, text):
-        return end, nxt
-    low = max(nxt - config.overlap - 1, start)
-    earlier = next((i for i in range(nxt - 1, low, -1) if _starts_word(spans, i, text)), None)
-    if earlier is not None:
-        return end, earlier
-    later = next((i for i in range(nxt + 1, end + 1) if _starts_word(spans, i, text)), None)
-    return end, later if later is not None else nxt
+    if not _starts_word(spans, nxt, text):
+        low = max(nxt - config.overlap - 1, start)
+        earlier = next((i for i in range(nxt - 1, low, -1) if _starts_word(spans, i, text)), None)
+        later = None if earlier is not None else next(
+            (i for i in range(nxt + 1, end + 1) if _starts_word(spans, i, text)), None)
+        nxt = earlier if earlier is not None else later if later is not None else nxt
+    return end, _outside(text, spans, nxt, start, end=False)
+
+
+def _outside(text: str | None, spans: Sequence[tuple[int, int]], i: int, start: int, *,
+             end: bool) -> int:
+    """Token ``i``, or the nearest before it (past ``start``) where a window's end (``end``) or
+    start is not cut inside a character of the text (``_cut_inside``); ``i`` itself where each
+    one between is (a single character of more tokens than a window holds)."""
+    k = i
+    while k > start + 1 and _cut_inside(text, spans, k, start, end=end):
+        k -= 1
+    return i if _cut_inside(text, spans, k, start, end=end) else k
 
 
 def chunk_spans(
