@@ -161,6 +161,10 @@ _BIDI_OPENS = {"\u202a": "\u202c", "\u202b": "\u202c", "\u202d": "\u202c", "\u20
                "\u2066": "\u2069", "\u2067": "\u2069", "\u2068": "\u2069"}
 
 
+# Where a line ends (``str.splitlines``' breaks: a snippet's "\r\n", U+2028, U+0085...).
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
 def bidi_closed(text: str) -> str:
     """``text`` (plain or escaped) with each bidi embedding, override or isolate it leaves open
     closed at the end of its line and of the text (PDF, PDI), so it acts on its own line only:
@@ -178,7 +182,7 @@ def bidi_closed(text: str) -> str:
         open_.clear()
 
     for ch in text:
-        if ch == "\n":
+        if ch in _LINE_BREAKS:  # (U+2028 too: chromium draws it as a space, reversed on)
             close()
         elif ch == "\u202c" and open_ and open_[-1] == "\u202c":
             open_.pop()  # PDF: ends the innermost embedding or override, not an isolate

@@ -177,6 +177,9 @@ def test_the_job_bar_and_its_announcement_count_the_documents_a_sync_removed() -
     ("\u2067a\u202cb", "\u2067a\u202cb\u2069"),  # a PDF does not close an isolate
     ("x\u2067y\u202ez\u2069w", "x\u2067y\u202ez\u2069w"),  # a PDI closes what opened in it
     ("plain \u05e9\u05dc\u05d5\u05dd", "plain \u05e9\u05dc\u05d5\u05dd"),  # no control: as is
+    # Every line break str.splitlines knows (U+2028 is drawn as a space: it went on reversed).
+    ("a\u202eb\u2028c", "a\u202eb\u202c\u2028c"), ("a\u202eb\r\nc", "a\u202eb\u202c\r\nc"),
+    ("\u202bx\u2029y\x85z", "\u202bx\u202c\u2029y\x85z"),
 ])
 def test_a_snippets_open_bidi_controls_are_closed_at_each_lines_end(text, closed) -> None:
     """(Where no chromium runs: the browser test in test_render_fixes_browser.py draws it.)"""
