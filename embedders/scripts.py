@@ -148,13 +148,24 @@ VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08
                            "\U000110bd\U000110cd")
 
 
+# The default-ignorable characters (Unicode's Default_Ignorable_Code_Point) that are not of
+# category Cf: the combining grapheme joiner, Hangul fillers, Khmer's inherent vowels,
+# Mongolian's variation selectors, the variation selectors (U+FE0F after an emoji) and their
+# supplement. Drawn as nothing, as the Cf ones are.
+_IGNORABLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
+                       + "".join(map(chr, range(0xFE00, 0xFE10)))
+                       + "".join(map(chr, range(0xE0100, 0xE01F0))))
+
+
 def blank(text: str) -> bool:
-    """Whether ``text`` holds nothing to read: whitespace and invisible format characters only
-    (Unicode category Cf: a zero-width space U+200B, a word joiner U+2060, a byte order mark
-    U+FEFF, a soft hyphen; not the drawn ones, ``VISIBLE_FORMAT``). A file of them was
-    "indexed" with no chunks, where a file of spaces is refused as empty, and a query of them
-    was searched (dense search returned arbitrary results). Stops at the first visible
-    character."""
-    return all(ch.isspace() or (unicodedata.category(ch) == "Cf" and ch not in VISIBLE_FORMAT)
+    """Whether ``text`` holds nothing to read: whitespace and invisible characters only (Unicode
+    category Cf: a zero-width space U+200B, a word joiner U+2060, a byte order mark U+FEFF, a
+    soft hyphen; not the drawn ones, ``VISIBLE_FORMAT``; and the other default-ignorable ones,
+    ``_IGNORABLE``: a variation selector U+FE0F alone was embedded, as the text's prompt). A
+    file of them was "indexed" with no chunks, where a file of spaces is refused as empty, and
+    a query of them was searched (dense search returned arbitrary results). Stops at the first
+    visible character."""
+    return all(ch.isspace() or ch in _IGNORABLE
+               or (unicodedata.category(ch) == "Cf" and ch not in VISIBLE_FORMAT)
                for ch in text)
 

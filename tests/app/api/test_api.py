@@ -70,6 +70,11 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": ["\u200b"], "model": "minilm"}, 400,
      "input[0] is empty (invisible characters alone); every input must contain text"),
     ({"input": [" \u3000 "], "model": "minilm"}, 400, "input[0] is empty; every input"),
+    # Default-ignorable characters that are not Cf (a variation selector, the combining
+    # grapheme joiner, a Hangul filler) were embedded (their verification, 2026-12-06).
+    ({"input": "\ufe0f", "model": "minilm"}, 400, "input is empty (invisible characters alone)"),
+    ({"input": ["ok", "\u034f\u3164"], "model": "minilm"}, 400,
+     "input[1] is empty (invisible characters alone)"),
 ])
 def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
     # As bytes of json.dumps: its \\u escapes carry what httpx's json= cannot encode.
