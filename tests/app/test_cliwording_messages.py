@@ -14,7 +14,6 @@ Real SQLite rows (``md.IndexJob``), the CLI in process; no model is loaded.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from sqlalchemy.orm import sessionmaker
 
 from indexer import metadata as md
 from tests.app.cli_runner import invoke_cli
-from tests.app.services.conftest import running_job
+from tests.app.services.conftest import running_job, stall_lease
 
 
 def _sessions(data: Path) -> tuple[object, sessionmaker]:
@@ -186,12 +185,7 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     with sessions() as s:
         coll = _collection(s)
         job_id = running_job(s, coll, runner="celery")
-        # The worker stopped renewing the lease 40 s ago: on both clocks (its beat on the boot
-        # clock left as it is would read as a wall clock stepped 40 s forward, and a live lease).
-        coll.heartbeat_at = md.utcnow() - dt.timedelta(seconds=40)
-        coll.lease_expires_at = md.utcnow() - dt.timedelta(seconds=10)
-        identity, _, beat = (coll.writer_process or "").rpartition("/")
-        coll.writer_process = f"{identity}/{int(beat) - 40_000}" if beat.isdigit() else None
+        stall_lease(coll)  # the worker stopped renewing the lease 40 s ago
         s.commit()
     engine.dispose()
     env = {"FACET_DATA_DIR": str(tmp_path), "FACET_VISIBILITY_TIMEOUT_S": "120"}

@@ -242,20 +242,30 @@ def test_a_printed_key_pastes_into_facet_delete(corpus, tmp_path) -> None:
 
 # ------------------------------------------------------------------- 25,000 rows
 
+def add_rows(facet: Facet, collection: str, rows: list[dict]) -> int:
+    """Document rows of ``collection`` (made where missing) written through the metadata layer
+    alone (no model, no store): each a dict of ``md.Document``'s columns, ``source`` its
+    ``key`` and ``status`` indexed unless given. The collection's id."""
+    with facet.catalog.ctx.sessions.begin() as session:
+        coll = md.get_collection(session, collection) or md.create_collection(
+            session, collection, backend="edge", chunk_size=64, chunk_overlap=8,
+            tokenizer="minilm")
+        session.execute(insert(md.Document), [
+            {"collection_id": coll.id, "source": row["key"], "status": "indexed",
+             "n_chunks": 1} | row for row in rows])
+        return int(coll.id)
+
+
 def test_a_page_of_25000_documents_is_read_by_sql(tmp_path, capsys) -> None:
     """25,000 document rows written through the metadata layer (no model, no store): a page,
     a deep page, and filtered pages answer without loading every row. The times are printed,
     not asserted."""
     facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
     try:
-        with facet.catalog.ctx.sessions.begin() as session:
-            coll = md.create_collection(session, "big", backend="edge", chunk_size=64,
-                                        chunk_overlap=8, tokenizer="minilm")
-            session.execute(insert(md.Document), [
-                {"collection_id": coll.id, "key": f"/corpus/{i % 10}/d{i:05d}.txt",
-                 "source": f"/corpus/{i % 10}/d{i:05d}.txt", "title": f"t{i}",
-                 "status": "error" if i % 100 == 0 else "indexed", "n_chunks": 2,
-                 "meta": {"i": i}} for i in range(25_000)])
+        add_rows(facet, "big", [
+            {"key": f"/corpus/{i % 10}/d{i:05d}.txt", "title": f"t{i}",
+             "status": "error" if i % 100 == 0 else "indexed", "n_chunks": 2,
+             "meta": {"i": i}} for i in range(25_000)])
         timings = {}
         for name, kwargs in {"first": {}, "deep": {"offset": 24_990},
                              "status": {"status": "error", "limit": 100},
@@ -366,13 +376,7 @@ def test_a_page_and_its_count_agree_when_a_write_comes_between_them(tmp_path) ->
     facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
     try:
         engine = facet.context.engine
-        with facet.catalog.ctx.sessions.begin() as session:
-            coll = md.create_collection(session, "c", backend="edge", chunk_size=64,
-                                        chunk_overlap=8, tokenizer="minilm")
-            coll_id = coll.id
-            session.execute(insert(md.Document), [
-                {"collection_id": coll_id, "key": f"/d/{i:02d}.txt", "source": f"/d/{i:02d}.txt",
-                 "status": "indexed", "n_chunks": 1} for i in range(11)])
+        coll_id = add_rows(facet, "c", [{"key": f"/d/{i:02d}.txt"} for i in range(11)])
         meanwhile: list[object] = []
 
         def before_count(conn, cursor, statement, *args) -> None:
@@ -413,12 +417,7 @@ def test_keys_that_differ_only_in_unicode_form_are_listed_apart(tmp_path) -> Non
     other = "/d/" + unicodedata.normalize("NFD", "café.txt")
     facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
     try:
-        with facet.catalog.ctx.sessions.begin() as session:
-            coll = md.create_collection(session, "c", backend="edge", chunk_size=64,
-                                        chunk_overlap=8, tokenizer="minilm")
-            session.execute(insert(md.Document), [
-                {"collection_id": coll.id, "key": key, "source": key, "status": "indexed",
-                 "n_chunks": 1} for key in (nfc, nfd, other)])
+        add_rows(facet, "c", [{"key": key} for key in (nfc, nfd, other)])
     finally:
         facet.close()
     shown = invoke_cli("documents", "c", env={"FACET_DATA_DIR": str(tmp_path / "data")})
@@ -447,21 +446,12 @@ def test_a_keyset_page_after_a_key_is_not_shifted_by_writes_before_it(tmp_path) 
 
     facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
     try:
-        def add(*keys: str) -> None:
-            with facet.catalog.ctx.sessions.begin() as session:
-                coll = md.get_collection(session, "c") or md.create_collection(
-                    session, "c", backend="edge", chunk_size=64, chunk_overlap=8,
-                    tokenizer="minilm")
-                session.execute(insert(md.Document), [
-                    {"collection_id": coll.id, "key": k, "source": k, "status": "indexed",
-                     "n_chunks": 1} for k in keys])
-
-        add(*(f"/d/{i:02d}.txt" for i in range(20)))
+        add_rows(facet, "c", [{"key": f"/d/{i:02d}.txt"} for i in range(20)])
         first = facet.documents("c", limit=5)
         assert [d.key for d in first] == [f"/d/{i:02d}.txt" for i in range(5)]
         with facet.catalog.ctx.sessions.begin() as session:  # two of the page read are removed
             session.execute(delete(md.Document).where(md.Document.key.in_(["/d/01.txt", "/d/02.txt"])))
-        add("/d/03a.txt")  # and one is added before the next page
+        add_rows(facet, "c", [{"key": "/d/03a.txt"}])  # and one is added before the next page
         after = facet.documents("c", limit=5, after=first[-1].key)
         assert [d.key for d in after] == [f"/d/{i:02d}.txt" for i in range(5, 10)]
         assert after.not_shown == 10

@@ -5,31 +5,27 @@ as ended, so the job's going on later was never shown."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import sessionmaker
 
 from indexer import metadata as md
-from tests.app.services.conftest import running_job
+from tests.app.services.conftest import running_job, stall_lease
 
 gr = pytest.importorskip("gradio")
 
 
 def _stall(data: Path, collection: str) -> int:
     """A worker's job into ``collection`` (made here) that has stalled: its last heartbeat 40 s
-    ago, its lease expired, on both clocks (as tests/app/test_cliwording_messages.py)."""
+    ago, its lease expired (``stall_lease``)."""
     engine = md.make_engine(f"sqlite:///{data / 'facet.db'}")
     try:
         with sessionmaker(engine, expire_on_commit=False)() as s:
             coll = md.create_collection(s, collection, backend="edge", chunk_size=64,
                                         chunk_overlap=8, tokenizer="minilm")
             job_id = running_job(s, coll, runner="celery")
-            coll.heartbeat_at = md.utcnow() - dt.timedelta(seconds=40)
-            coll.lease_expires_at = md.utcnow() - dt.timedelta(seconds=10)
-            identity, _, beat = (coll.writer_process or "").rpartition("/")
-            coll.writer_process = f"{identity}/{int(beat) - 40_000}" if beat.isdigit() else None
+            stall_lease(coll)
             s.commit()
     finally:
         engine.dispose()

@@ -129,6 +129,21 @@ def running_job(session: Any, coll: Any, *, runner: str = "inline", ttl_s: float
     return int(job.id)
 
 
+def stall_lease(coll: Any, silent_s: float = 40, expired_s: float = 10) -> None:
+    """``coll``'s writer stopped renewing its lease ``silent_s`` ago, the lease expired
+    ``expired_s`` ago: on both clocks (its beat on the boot clock left as it is would read as a
+    wall clock stepped forward, and a live lease). Its session commits it."""
+    import datetime as dt
+
+    from indexer import metadata as md
+
+    coll.heartbeat_at = md.utcnow() - dt.timedelta(seconds=silent_s)
+    coll.lease_expires_at = md.utcnow() - dt.timedelta(seconds=expired_s)
+    identity, _, beat = (coll.writer_process or "").rpartition("/")
+    coll.writer_process = (f"{identity}/{int(beat) - int(silent_s * 1000)}" if beat.isdigit()
+                           else None)
+
+
 def write_corpus(root: Path, n: int, words: int = 40) -> dict[str, str]:
     """``n`` small distinct text files; returns {path: text}."""
     root.mkdir(parents=True, exist_ok=True)
