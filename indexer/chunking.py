@@ -124,13 +124,24 @@ def _hangul_follows(code: int) -> bool:
     return 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FB
 
 
+# Letters that join the character before them (Unicode's grapheme SpacingMark, though not of
+# category M): Thai's and Lao's SARA AM ("น้ำ").
+_SPACING_LETTERS = frozenset("\u0e33\u0eb3")
+# Indic viramas that link two consonants into one character (a conjunct, "न्द": Unicode's
+# InCB=Linker), and the characters that join the one after them (Prepend: Arabic number signs).
+_LINKERS = frozenset("\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d")
+_PREPEND = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2"
+                     "\U000110bd\U000110cd")
+
+
 def _joins(text: str, i: int, floor: int = 0) -> bool:
     """Whether ``text[i]`` belongs to the character before it (one user-perceived character,
     as Unicode's grapheme clusters, for the scripts met here), so that no chunk or piece of a
     long token is cut between them: a combining mark (Thai vowels and tone marks, accents, a
-    keycap's U+20E3), a variation selector, an emoji modifier or tag, either side of a
-    zero-width joiner, the second regional indicator of a flag, and a decomposed Hangul
-    syllable's jamo. ``floor``: where the count of a run of regional indicators may start (a
+    keycap's U+20E3, Thai's SARA AM), a variation selector, an emoji modifier or tag, either
+    side of a zero-width joiner, the second regional indicator of a flag, a decomposed Hangul
+    syllable's jamo, the consonant after an Indic virama (a conjunct), and what follows a
+    prepended mark (an Arabic number sign). ``floor``: where the count of a run of regional indicators may start (a
     known boundary), else at most 256 characters back (a flag in a longer run of flags may be
     taken apart there). ``i`` 0 joins nothing."""
     if i <= 0 or i >= len(text):
@@ -138,6 +149,8 @@ def _joins(text: str, i: int, floor: int = 0) -> bool:
     ch, before = text[i], text[i - 1]
     code, prev = ord(ch), ord(before)
     if (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
+            or ch in _SPACING_LETTERS or before in _PREPEND
+            or (before in _LINKERS and unicodedata.category(ch) == "Lo")
             or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
             or 0xE0020 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF):
         return True
@@ -287,7 +300,13 @@ def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig
         later = None if earlier is not None else next(
             (i for i in range(nxt + 1, end + 1) if _starts_word(spans, i, text)), None)
         nxt = earlier if earlier is not None else later if later is not None else nxt
-    return end, _outside(text, spans, nxt, start, end=False)
+    nxt = _outside(text, spans, nxt, start, end=False)
+    if _cut_inside(text, spans, nxt, start, end=False):
+        # No start before it but inside a character (one of more tokens than a window holds,
+        # zalgo text): the first after it, up to the window's end, that is not.
+        nxt = next((i for i in range(nxt + 1, end) if not _cut_inside(text, spans, i, start,
+                                                                       end=False)), nxt)
+    return end, nxt
 
 
 def _outside(text: str | None, spans: Sequence[tuple[int, int]], i: int, start: int, *,

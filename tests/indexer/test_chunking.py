@@ -327,3 +327,23 @@ def test_text_without_spaces_is_cut_into_chunks_as_short_as_those_of_words(minil
     tokenize = whitespace_spans
     windows = chunk_spans(tokenize(words), config, words)
     assert [c.n_tokens for c in chunk_text(words, tokenize, config)] == [b - a for a, b in windows]
+
+
+@pytest.mark.parametrize("text", [
+    "ภาษาไทยเป็นภาษาที่มีระดับเสียงของคำแน่นอนหรือวรรณยุกต์ที่น้ำ" * 20,
+    "हिन्दी भाषा में लिखा गया पाठ न्दी " * 40, "\u0600\u0661\u0662 رقم " * 40,
+    "a🇺🇸🇫🇷🇯🇵🇩🇪" * 40,
+], ids=["thai-sara-am", "devanagari-conjuncts", "arabic-number-sign", "flags"])
+def test_small_windows_begin_and_end_between_characters_too(minilm, bpe_spans, text) -> None:
+    """The second verification of the fifth session of 2026-12-06: Thai's SARA AM (U+0E33, a
+    letter that joins the one before it: "น้ำ") was cut from it at 64-token windows, as are an
+    Indic conjunct's consonants and what an Arabic number sign prefixes (Unicode's
+    SpacingMark, InCB=Linker and Prepend, not of category M)."""
+    boundaries = _graphemes(text)
+    for tokenize in (tokenizer_spans(minilm.backbone.tokenizer), bpe_spans):
+        for config in (ChunkingConfig(64, 8), ChunkingConfig(16, 4)):
+            chunks = chunk_text(text, tokenize, config)
+            _assert_rebuilds_the_text(text, chunks, config)
+            inside = [(c.start, c.end) for c in chunks
+                      if c.start not in boundaries or c.end not in boundaries]
+            assert not inside, (config, inside[:5])
