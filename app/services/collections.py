@@ -2068,10 +2068,12 @@ class CollectionService:
             raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
                                       param="limit")
         offset = _check_offset(offset, "offset")
-        if before is not None and (isinstance(before, bool) or not isinstance(before, int)
-                                   or before < 1):
-            raise InvalidRequestError(f"before must be a job id, a whole number from 1, got "
-                                      f"{before!r}", param="before")
+        if before is not None:
+            if isinstance(before, bool) or not isinstance(before, int) or before < 1:
+                raise InvalidRequestError(f"before must be a job id, a whole number from 1, got "
+                                          f"{before!r}", param="before")
+            # Past any id: every job (SQLite refused a number past 64 bits: a 500).
+            before = min(before, md.MAX_ROW_ID)
         check_collection_text(collection)
         record_unrecorded_ends(self.ctx.sessions)  # (a job's end the database did not take)
         with self.ctx.sessions() as session:

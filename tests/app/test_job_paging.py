@@ -237,8 +237,11 @@ def test_keyset_pages_of_jobs_are_not_shifted_by_a_collection_deleted_meanwhile(
             every += [j["id"] for j in r.json()]
             url = r.headers.get("Link", "").partition(">")[0].removeprefix("<")
         assert every == [i for i in range(JOBS + 1, 0, -1) if i != 11]  # none skipped
-        # Past the oldest, none; a bad `before` is named.
+        # Past the oldest, none; past any id, every job (it was a 500: SQLite's 64 bits);
+        # a bad `before` is named.
         assert client.get("/jobs", params={"before": 1}).json() == []
+        huge = client.get("/jobs", params={"before": 10**30, "limit": 1000})
+        assert huge.status_code == 200 and len(huge.json()) == JOBS, huge.text
         for bad in (0, -2, "x"):
             r = client.get("/jobs", params={"before": bad})
             assert r.status_code == 400 and r.json()["error"]["param"] == "before", r.text
@@ -250,3 +253,4 @@ def test_keyset_pages_of_jobs_are_not_shifted_by_a_collection_deleted_meanwhile(
     assert text.splitlines()[-1] == ("… 15 older jobs not shown (--limit 3 --before 17 shows "
                                      "the next ones; --limit N: N a page, up to 1000)"), text
     assert invoke_cli("jobs", "--before", "1", env=env).stdout == "no index jobs older than job 1\n"
+    assert len(facet.jobs("pg", limit=1000, before=2**70)) == JOBS
