@@ -16,7 +16,7 @@ from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import Any
 
-from app.services.collections import DocumentInfo
+from app.services.collections import DocumentInfo, DocumentList
 from app.services.indexing import RemovedDocument, RemoveReport
 from app.text import plural, printable
 from ui.render import source_relative
@@ -43,9 +43,12 @@ def shown_key(key: str, uploads: Path | None) -> str:
     return printable(key)
 
 
-def twin_keys(docs: Sequence[DocumentInfo]) -> set[str]:
-    """The keys of ``docs`` that another of them equals but for its Unicode normalization form
-    (a file's name in NFC and in NFD, from macOS: two documents whose names read alike)."""
+def twin_keys(docs: Sequence[DocumentInfo]) -> Set[str]:
+    """The keys of ``docs`` that another key equals but for its Unicode normalization form (a
+    file's name in NFC and in NFD, from macOS: two documents whose names read alike): a page's
+    ``DocumentList.twins`` (of the whole collection), else those of ``docs`` themselves."""
+    if isinstance(docs, DocumentList):
+        return docs.twins
     forms = Counter(unicodedata.normalize("NFC", d.key) for d in docs)
     return {d.key for d in docs if forms[unicodedata.normalize("NFC", d.key)] > 1}
 

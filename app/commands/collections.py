@@ -9,7 +9,6 @@ import re
 import sys
 import time
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
@@ -570,14 +569,16 @@ def _last_job(jobs: Sequence[JobInfo], limit: int, before: int | None) -> int | 
 
 def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
                     default: int = DEFAULT_JOBS_LISTED, most: int = MAX_JOBS_LISTED, *,
-                    after: str | None = None, before: int | None = None) -> str:
+                    after: str | None = None, before: int | None = None,
+                    twins: frozenset[str] = frozenset()) -> str:
     """The line under a page of `facet jobs` (``what`` "older job") or `facet documents` that
     leaves some out, with the next page's options (the page size kept unless ``default``:
     following "--offset K" alone listed 20; ``most``: the largest page). ``after``: the page's
     last key, for a page of `facet documents --after` (the next is after it); ``before``: the
-    page's last job id, for a page of `facet jobs --before`."""
+    page's last job id, for a page of `facet jobs --before` (``twins``: keys written escaped,
+    as their lines are)."""
     size = f"--limit {limit} " if limit != default else ""
-    step = (f"--after {shell_word(after)}" if after is not None else
+    step = (f"--after {shell_word(after, ascii_only=after in twins)}" if after is not None else
             f"--before {before}" if before is not None else f"--offset {offset + limit}")
     return (f"… {plural(not_shown, what, grouped=True)} not shown ({size}{step} shows the next "
             f"ones; --limit N: N a page, up to {most})")
@@ -1225,6 +1226,11 @@ def register(cli: typer.Typer) -> None:
                 first = facet.documents(collection, 1, 0, status, prefix, after)
                 there = len(first) + first.not_shown
         not_shown = docs.not_shown if isinstance(docs, DocumentList) else 0
+        # Keys that print alike (a file's name in NFC and in NFD, from macOS: two documents),
+        # on this page or another, are told apart (the i18n review of the fifth session of
+        # 2026-12-06: both lines read '/docs/résumé.txt'; only `facet delete`'s refusal showed
+        # the difference).
+        twins = docs.twins if isinstance(docs, DocumentList) else frozenset()
         # With --after, the next page is after this one's last key (what --after was given for).
         last = docs[-1].key if after is not None and docs else None
         if as_json:
@@ -1233,27 +1239,25 @@ def register(cli: typer.Typer) -> None:
                 # stdout stays the bare list, as `facet jobs --json` keeps it.
                 typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
                                            DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED,
-                                           after=last), err=True)
+                                           after=last, twins=twins), err=True)
             return
         which = f"{status} document" if status else "document"
         narrowed = (f" whose key or file starts with {printable(prefix)}" if prefix else "")
-        if after is not None:
-            narrowed += f" after {shell_word(after)}"
+        if after is not None:  # (cut: a 100 kB key was said whole)
+            word = shell_word(after, ascii_only=after in twins)
+            narrowed += f" after {word if len(word) <= 200 else word[:197] + '...'}"
         if not docs and offset:
             typer.echo(f"no {which}s{narrowed} past the first {offset:,}: collection "
                        f"{printable(collection)} has {plural(there, which, grouped=True) if there else 'none'}"
                        f"{narrowed if there else ''}")
         elif not docs:
             typer.echo(f"no {which}s{narrowed} in collection {printable(collection)}")
-        # Keys that print alike (a file's name in NFC and in NFD, from macOS: two documents)
-        # are told apart (the i18n review of the fifth session of 2026-12-06: both lines read
-        # '/docs/résumé.txt'; only `facet delete`'s refusal showed the difference).
-        forms = Counter(unicodedata.normalize("NFC", d.key) for d in docs)
         for d in docs:
-            typer.echo(document_line(d, twin=forms[unicodedata.normalize("NFC", d.key)] > 1))
+            typer.echo(document_line(d, twin=d.key in twins))
         if not_shown:
             typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
-                                       DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED, after=last))
+                                       DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED, after=last,
+                                       twins=twins))
 
     @cli.command("delete")
     @handle_errors

@@ -12,6 +12,7 @@ import re
 import sqlite3
 import threading
 import time
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -894,9 +895,12 @@ class DocumentInfo:
 
 class DocumentList(list[DocumentInfo]):
     """A page of a collection's documents (``CollectionService.documents``), with how many
-    past it are left out."""
+    past it are left out, and ``twins``: the keys of the page that another key of the
+    collection equals but for its Unicode normalization form (a file named in NFC and one in
+    NFD, from macOS: two documents whose keys print alike), on this page or not."""
 
     not_shown: int = 0
+    twins: frozenset[str] = frozenset()
 
 
 # Per-document errors a job comes with unless asked for more (or fewer), and the most an edge
@@ -1257,6 +1261,25 @@ def _job_errors(session: Session, job_id: int, limit: int | None,
         query = query.offset(offset)
     return [{"document": e.document_key, "kind": e.kind, "message": e.message}
             for e in session.scalars(query)]
+
+
+def _unicode_twins(session: Session, collection_id: int, keys: list[str]) -> frozenset[str]:
+    """Those of ``keys`` whose NFC or NFD form, another string, is a key of the collection too
+    (one query, for the keys that are not ASCII alone): ``DocumentList.twins``. Told apart on
+    one page only, a twin whose other form fell on another page printed as the other does
+    (the second verification of the fifth session of 2026-12-06)."""
+    others: dict[str, list[str]] = {}
+    for key in keys:
+        if not key.isascii():
+            for form in ("NFC", "NFD"):
+                other = unicodedata.normalize(form, key)
+                if other != key:
+                    others.setdefault(other, []).append(key)
+    if not others:
+        return frozenset()
+    found = session.scalars(select(md.Document.key).where(
+        md.Document.collection_id == collection_id, md.Document.key.in_(list(others))))
+    return frozenset(key for other in found for key in others[other])
 
 
 def _check_offset(offset: object, param: str) -> int:
@@ -2149,6 +2172,7 @@ class CollectionService:
                 updated_at=utc_text(d.updated_at), metadata=dict(d.meta or {}), error=d.error)
                 for d in rows)
             shown.not_shown = max(0, total - offset - len(shown))
+            shown.twins = _unicode_twins(session, coll.id, [d.key for d in rows])
             return shown
 
     def job(self, job_id: int, errors: int | None = DEFAULT_JOB_ERRORS,

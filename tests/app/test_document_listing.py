@@ -427,6 +427,13 @@ def test_keys_that_differ_only_in_unicode_form_are_listed_apart(tmp_path) -> Non
                      shell_word(other)}, lines
     assert shell_word(other) == f"'{other}'"  # (as before: it has no twin)
     assert {bash_word(w) for w in lines} == {nfc, nfd, other}
+    # A twin whose other form is on another page is told apart too (its second verification:
+    # `--limit 1` printed each as '/d/résumé.txt'), and so is the next page's --after.
+    first = invoke_cli("documents", "c", "--limit", "1", "--after", "/d/o",
+                       env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    line, more = first.stdout.splitlines()
+    assert line.split("  ")[0] in {"$'/d/r\\u00e9sum\\u00e9.txt'", "$'/d/re\\u0301sume\\u0301.txt'"}
+    assert f"--after {line.split('  ')[0]} shows the next ones" in more, more
 
 
 def bash_word(word: str) -> str:

@@ -321,7 +321,7 @@ def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents(
     alike, "résumé.txt" twice. Such twins say how each writes its accents; others as before."""
     import unicodedata
 
-    from app.services.collections import DocumentInfo
+    from app.services.collections import DocumentInfo, DocumentList
     from ui import documents as view
 
     def doc(key: str) -> DocumentInfo:
@@ -336,3 +336,8 @@ def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents(
         (f"{nfd} (accents as separate marks, NFD)", nfd), (other, other)]
     assert [row[0] for row in view.document_rows(docs, None)] == [
         label for label, _ in view.removal_choices(docs, None)]
+    # A page of the facade names the twins of the whole collection: one whose other form is on
+    # another page is told apart too.
+    page = DocumentList([doc(nfd)])
+    page.twins = frozenset({nfd})
+    assert view.removal_choices(page, None) == [(f"{nfd} (accents as separate marks, NFD)", nfd)]
