@@ -8,7 +8,9 @@ first token's start and its last token's end (widened over the characters of its
 the tokenizer left out, such as the accents an uncased one strips: ``_chunk_bounds``), so the
 offsets in the payload always point back at the source text. A token of over 32 characters
 (text without spaces that the tokenizer reads as one: Thai, emoji, for WordPiece) counts as
-pieces of about 4 characters (``_bounded``), so its chunks are no longer than those of words.
+pieces of about 4 characters (``_bounded``), so its chunks are no longer than those of words;
+where windows cut between tokens, they do not cut inside a user-perceived character
+(``_cut_inside``: a letter and its marks, an emoji sequence, a flag).
 """
 
 from __future__ import annotations
@@ -141,9 +143,9 @@ def _joins(text: str, i: int, floor: int = 0) -> bool:
     keycap's U+20E3, Thai's SARA AM), a variation selector, an emoji modifier or tag, either
     side of a zero-width joiner, the second regional indicator of a flag, a decomposed Hangul
     syllable's jamo, the consonant after an Indic virama (a conjunct), and what follows a
-    prepended mark (an Arabic number sign). ``floor``: where the count of a run of regional indicators may start (a
-    known boundary), else at most 256 characters back (a flag in a longer run of flags may be
-    taken apart there). ``i`` 0 joins nothing."""
+    prepended mark (an Arabic number sign). ``floor``: where the count of a run of regional
+    indicators may start (a known boundary), else at most 256 characters back (a flag in a
+    longer run of flags may be taken apart there). ``i`` 0 joins nothing."""
     if i <= 0 or i >= len(text):
         return False
     ch, before = text[i], text[i - 1]
@@ -282,6 +284,11 @@ def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig
     most ``overlap`` tokens more: in CJK text with a few spaces the next start fell back to a
     word however far before the end, the window from there retreated to the same word
     boundary as its predecessor, and it was emitted inside it.
+
+    Given ``text``, a window neither ends nor begins inside a user-perceived character
+    (``_cut_inside``), which byte-level BPE splits into several tokens: one token or more
+    less (a next start: more, where none before it will do), unless the character alone is
+    longer than a window.
     """
     end = min(start + config.size, n)
     if end < n and not _starts_word(spans, end, text):
