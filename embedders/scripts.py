@@ -148,6 +148,61 @@ VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08
                            "\U000110bd\U000110cd")
 
 
+def _regional(code: int) -> bool:
+    return 0x1F1E6 <= code <= 0x1F1FF  # a regional indicator: two make a flag
+
+
+def _hangul_lead(code: int) -> bool:
+    return 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C
+
+
+def _hangul_follows(code: int) -> bool:
+    """A conjoining vowel or trailing consonant jamo: part of the syllable before it."""
+    return 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FB
+
+
+# Letters that join the character before them (Unicode's grapheme SpacingMark, though not of
+# category M): Thai's and Lao's SARA AM ("น้ำ").
+_SPACING_LETTERS = frozenset("\u0e33\u0eb3")
+# Indic viramas that link two consonants into one character (a conjunct, "न्द": Unicode's
+# InCB=Linker). (The characters that join the one after them, Unicode's Prepend, are the drawn
+# format characters, ``VISIBLE_FORMAT``: Arabic number signs.)
+_LINKERS = frozenset("\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d")
+
+
+def joins_previous(text: str, i: int, floor: int | None = None) -> bool:
+    """Whether ``text[i]`` belongs to the character before it (one user-perceived character,
+    as Unicode's grapheme clusters, for the scripts met here), so that no chunk or piece of a
+    long token is cut between them: a combining mark (Thai vowels and tone marks, accents, a
+    keycap's U+20E3, Thai's SARA AM), a variation selector, an emoji modifier or tag, either
+    side of a zero-width joiner, the second regional indicator of a flag, a decomposed Hangul
+    syllable's jamo, the consonant after an Indic virama (a conjunct), and what follows a
+    prepended mark (an Arabic number sign): where chunks (``indexer.chunking``) and snippets
+    are cut. ``floor``: a known boundary before ``i``, where the count of a run of regional
+    indicators may start (0: the text's start); None: at most 256 characters back (a flag in
+    a longer run of flags may then be taken apart). ``i`` 0 joins nothing."""
+    if i <= 0 or i >= len(text):
+        return False
+    ch, before = text[i], text[i - 1]
+    code, prev = ord(ch), ord(before)
+    if (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
+            or ch in _SPACING_LETTERS or before in VISIBLE_FORMAT
+            or (before in _LINKERS and unicodedata.category(ch) == "Lo")
+            or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
+            or 0xE0020 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF):
+        return True
+    if _hangul_follows(code) or (_hangul_lead(prev) and (
+            _hangul_lead(code) or 0xAC00 <= code <= 0xD7A3)):
+        return True
+    if _regional(code) and _regional(prev):
+        # The second of a pair: an odd number of regional indicators just before it.
+        k, low = i - 1, max(0, i - 256) if floor is None else floor
+        while k > low and _regional(ord(text[k - 1])):
+            k -= 1
+        return (i - k) % 2 == 1
+    return False
+
+
 # The default-ignorable characters (Unicode's Default_Ignorable_Code_Point) that are not of
 # category Cf: the combining grapheme joiner, Hangul fillers, Khmer's inherent vowels,
 # Mongolian's variation selectors, the variation selectors (U+FE0F after an emoji) and their

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numbers
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from embedders.scripts import joins_previous
 
 TokenSpans = Callable[[str], Sequence[tuple[int, int]]]
 
@@ -113,64 +114,9 @@ _LONG_TOKEN_CHARS = 32
 _PIECE_CHARS = 4
 
 
-def _regional(code: int) -> bool:
-    return 0x1F1E6 <= code <= 0x1F1FF  # a regional indicator: two make a flag
-
-
-def _hangul_lead(code: int) -> bool:
-    return 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C
-
-
-def _hangul_follows(code: int) -> bool:
-    """A conjoining vowel or trailing consonant jamo: part of the syllable before it."""
-    return 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FB
-
-
-# Letters that join the character before them (Unicode's grapheme SpacingMark, though not of
-# category M): Thai's and Lao's SARA AM ("น้ำ").
-_SPACING_LETTERS = frozenset("\u0e33\u0eb3")
-# Indic viramas that link two consonants into one character (a conjunct, "न्द": Unicode's
-# InCB=Linker), and the characters that join the one after them (Prepend: Arabic number signs).
-_LINKERS = frozenset("\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d")
-_PREPEND = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2"
-                     "\U000110bd\U000110cd")
-
-
-def _joins(text: str, i: int, floor: int = 0) -> bool:
-    """Whether ``text[i]`` belongs to the character before it (one user-perceived character,
-    as Unicode's grapheme clusters, for the scripts met here), so that no chunk or piece of a
-    long token is cut between them: a combining mark (Thai vowels and tone marks, accents, a
-    keycap's U+20E3, Thai's SARA AM), a variation selector, an emoji modifier or tag, either
-    side of a zero-width joiner, the second regional indicator of a flag, a decomposed Hangul
-    syllable's jamo, the consonant after an Indic virama (a conjunct), and what follows a
-    prepended mark (an Arabic number sign). ``floor``: where the count of a run of regional
-    indicators may start (a known boundary), else at most 256 characters back (a flag in a
-    longer run of flags may be taken apart there). ``i`` 0 joins nothing."""
-    if i <= 0 or i >= len(text):
-        return False
-    ch, before = text[i], text[i - 1]
-    code, prev = ord(ch), ord(before)
-    if (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
-            or ch in _SPACING_LETTERS or before in _PREPEND
-            or (before in _LINKERS and unicodedata.category(ch) == "Lo")
-            or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
-            or 0xE0020 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF):
-        return True
-    if _hangul_follows(code) or (_hangul_lead(prev) and (
-            _hangul_lead(code) or 0xAC00 <= code <= 0xD7A3)):
-        return True
-    if _regional(code) and _regional(prev):
-        # The second of a pair: an odd number of regional indicators just before it.
-        k, low = i - 1, max(floor, i - 256)
-        while k > low and _regional(ord(text[k - 1])):
-            k -= 1
-        return (i - k) % 2 == 1
-    return False
-
-
 def _cut_inside(text: str | None, spans: Sequence[tuple[int, int]], i: int, start: int, *,
                 end: bool) -> bool:
-    """Whether a window cut at token ``i`` falls inside a character of the text (``_joins``):
+    """Whether a window cut at token ``i`` falls inside a character of the text (``joins_previous``):
     where a window from token ``start`` ending before token ``i`` ends (``end``), or where
     one beginning at token ``i`` begins, each as its chunk's text is cut (``_chunk_bounds``:
     over the marks an uncased tokenizer leaves out; byte-level BPE gives one character several
@@ -180,12 +126,14 @@ def _cut_inside(text: str | None, spans: Sequence[tuple[int, int]], i: int, star
         return False
     at = (_chunk_bounds(text, spans, start, i)[1] if end
           else _chunk_bounds(text, spans, i, i + 1)[0])
-    return _joins(text, at)
+    # (A run of flags is counted from the window's start, a boundary: counted 256 characters
+    # back, a flag of a longer run was cut in two.)
+    return joins_previous(text, at, floor=min(spans[start][0], at))
 
 
 def _bounded(spans: Sequence[tuple[int, int]], text: str) -> Sequence[tuple[int, int]]:
     """``spans`` with each token longer than ``_LONG_TOKEN_CHARS`` characters split into pieces
-    of about ``_PIECE_CHARS`` characters (never inside a character and its marks: ``_joins``),
+    of about ``_PIECE_CHARS`` characters (never inside a character and its marks: ``joins_previous``),
     each counted as a token, so that a chunk of text without spaces holds about as many
     characters as one of words. Whitespace tokens are left whole (they are no chunk's text)."""
     if all(b - a <= _LONG_TOKEN_CHARS for a, b in spans):
@@ -198,7 +146,7 @@ def _bounded(spans: Sequence[tuple[int, int]], text: str) -> Sequence[tuple[int,
         i = a
         while i < b:
             j = min(i + _PIECE_CHARS, b)
-            while j < b and _joins(text, j, floor=i):
+            while j < b and joins_previous(text, j, floor=i):
                 j += 1
             out.append((i, j))
             i = j

@@ -1115,6 +1115,12 @@ def make_snippet(text: str, query: str, width: int = 240, *,
         space = max(text.rfind(c, start, end) for c in " \n\t")
         if space > end - 20 and (not inside or space >= inside[-1][1]):
             end = space
+    # Nor inside a character: a letter and its marks, an emoji sequence, a flag (a snippet began
+    # "…\u200d👨🏼", the rest of a family; the second verification of 2026-12-06).
+    while 0 < start < len(text) and scripts.joins_previous(text, start, floor=0):
+        start += 1
+    while 0 < end < len(text) and scripts.joins_previous(text, end, floor=0):
+        end += 1
     snippet = text[start:end]
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text) else ""

@@ -206,3 +206,22 @@ def test_a_turkish_cluster_is_named_by_its_city() -> None:
              "Ankara'nın havası soğuk", "Yarın Ankara'dan geliyorum"]
     explained = explain_clusters(texts, [0] * 4 + [1] * 4, texts, top_k=3)
     assert [e.keywords[0] for e in explained] == ["istanbul", "ankara"]
+
+
+@pytest.mark.parametrize("run", ["👩\u200d👩\u200d👧\u200d👦", "🇺🇸🇫🇷", "น้ำ", "\u1112\u1161\u11ab",
+                                 "e\u0301\u0323"], ids=["family", "flags", "thai", "hangul-nfd", "marks"])
+def test_a_snippet_begins_and_ends_between_characters(run) -> None:
+    """The second verification of the fifth session of 2026-12-06: a snippet cut inside an
+    emoji sequence began "…\\u200d👨🏼" (the rest of a family); it begins and ends between
+    user-perceived characters (the ``regex`` module's grapheme clusters are the oracle)."""
+    regex = pytest.importorskip("regex")
+    from app.services.search import make_snippet
+
+    for lead in range(0, 7):  # every offset of the window against the run's characters
+        text = "x" * lead + run * 120 + " lighthouse " + run * 120
+        snippet, highlights = make_snippet(text, "lighthouse")
+        body = snippet.strip("…")
+        start = text.index(body)
+        boundaries = {m.start() for m in regex.finditer(r"\X", text)} | {len(text)}
+        assert start in boundaries and start + len(body) in boundaries, (lead, snippet[:8])
+        assert [snippet[a:b] for a, b in highlights] == ["lighthouse"]
