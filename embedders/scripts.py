@@ -164,6 +164,15 @@ def _hangul_follows(code: int) -> bool:
 # Letters that join the character before them (Unicode's grapheme SpacingMark, though not of
 # category M): Thai's and Lao's SARA AM ("น้ำ").
 _SPACING_LETTERS = frozenset("\u0e33\u0eb3")
+# Characters that extend the one before them though not of category M (Unicode's
+# Other_Grapheme_Extend): the zero-width non-joiner (Persian "می‌"), the half-width katakana
+# sound marks ("ﾊﾟ").
+_EXTENDING = frozenset("\u200c\uff9e\uff9f")
+# Letters that join the one after them (Unicode's Prepend, beside the drawn format characters:
+# Malayalam's dot reph, Sharada's, Zanabazar Square's, Soyombo's, Masaram Gondi's repha).
+_PREPEND_LETTERS = frozenset("\u0d4e\U000111c2\U000111c3\U0001193f\U00011941\U00011a3a"
+                             "\U00011a84\U00011a85\U00011a86\U00011a87\U00011a88\U00011a89"
+                             "\U00011d46\U00011f02")
 # Indic viramas that link two consonants into one character (a conjunct, "न्द": Unicode's
 # InCB=Linker). (The characters that join the one after them, Unicode's Prepend, are the drawn
 # format characters, ``VISIBLE_FORMAT``: Arabic number signs.)
@@ -174,10 +183,11 @@ def joins_previous(text: str, i: int, floor: int | None = None) -> bool:
     """Whether ``text[i]`` belongs to the character before it (one user-perceived character,
     as Unicode's grapheme clusters, for the scripts met here), so that no chunk or piece of a
     long token is cut between them: a combining mark (Thai vowels and tone marks, accents, a
-    keycap's U+20E3, Thai's SARA AM), a variation selector, an emoji modifier or tag, either
-    side of a zero-width joiner, the second regional indicator of a flag, a decomposed Hangul
+    keycap's U+20E3, Thai's SARA AM, a zero-width non-joiner, a half-width sound mark), a
+    variation selector, an emoji modifier or tag, either side of a zero-width joiner, the LF
+    of a CR LF, the second regional indicator of a flag, a decomposed Hangul
     syllable's jamo, the consonant after an Indic virama (a conjunct), and what follows a
-    prepended mark (an Arabic number sign): where chunks (``indexer.chunking``) and snippets
+    prepended mark (an Arabic number sign, Malayalam's dot reph): where chunks (``indexer.chunking``) and snippets
     are cut. ``floor``: a known boundary before ``i``, where the count of a run of regional
     indicators may start (0: the text's start); None: at most 256 characters back (a flag in
     a longer run of flags may then be taken apart). ``i`` 0 joins nothing."""
@@ -186,7 +196,8 @@ def joins_previous(text: str, i: int, floor: int | None = None) -> bool:
     ch, before = text[i], text[i - 1]
     code, prev = ord(ch), ord(before)
     if (unicodedata.category(ch).startswith("M") or ch == "\u200d" or before == "\u200d"
-            or ch in _SPACING_LETTERS or before in VISIBLE_FORMAT
+            or ch in _SPACING_LETTERS or ch in _EXTENDING or before in VISIBLE_FORMAT
+            or before in _PREPEND_LETTERS or (before == "\r" and ch == "\n")
             or (before in _LINKERS and unicodedata.category(ch) == "Lo")
             or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
             or 0xE0020 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF):

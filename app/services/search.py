@@ -1116,11 +1116,16 @@ def make_snippet(text: str, query: str, width: int = 240, *,
         if space > end - 20 and (not inside or space >= inside[-1][1]):
             end = space
     # Nor inside a character: a letter and its marks, an emoji sequence, a flag (a snippet began
-    # "…\u200d👨🏼", the rest of a family; the second verification of 2026-12-06).
-    while 0 < start < len(text) and scripts.joins_previous(text, start, floor=0):
-        start += 1
-    while 0 < end < len(text) and scripts.joins_previous(text, end, floor=0):
-        end += 1
+    # "…\u200d👨🏼", the rest of a family; the second verification of 2026-12-06): its start
+    # after the character it is in, its end before it, never past each other (moving the end
+    # to the character's end made a snippet of 100,000 combining marks).
+    first, last = start, end
+    while first < last and 0 < first < len(text) and scripts.joins_previous(text, first, floor=0):
+        first += 1
+    while last > first and last < len(text) and scripts.joins_previous(text, last, floor=0):
+        last -= 1
+    if first < last:
+        start, end = first, last
     snippet = text[start:end]
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text) else ""

@@ -332,8 +332,9 @@ def test_text_without_spaces_is_cut_into_chunks_as_short_as_those_of_words(minil
 @pytest.mark.parametrize("text", [
     "ภาษาไทยเป็นภาษาที่มีระดับเสียงของคำแน่นอนหรือวรรณยุกต์ที่น้ำ" * 20,
     "हिन्दी भाषा में लिखा गया पाठ न्दी " * 40, "\u0600\u0661\u0662 رقم " * 40,
-    "a🇺🇸🇫🇷🇯🇵🇩🇪" * 40, "x " + "🇺🇸🇫🇷🇯🇵🇩🇪" * 100,
-], ids=["thai-sara-am", "devanagari-conjuncts", "arabic-number-sign", "flags", "a-run-of-flags"])
+    "a🇺🇸🇫🇷🇯🇵🇩🇪" * 40, "x " + "🇺🇸🇫🇷🇯🇵🇩🇪" * 100, "ﾊﾟﾝﾀﾞｶﾞｷﾞ" * 150,
+], ids=["thai-sara-am", "devanagari-conjuncts", "arabic-number-sign", "flags", "a-run-of-flags",
+        "half-width-katakana"])
 def test_small_windows_begin_and_end_between_characters_too(minilm, bpe_spans, text) -> None:
     """The second verification of the fifth session of 2026-12-06: Thai's SARA AM (U+0E33, a
     letter that joins the one before it: "น้ำ") was cut from it at 64-token windows, as are an

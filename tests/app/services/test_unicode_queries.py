@@ -209,7 +209,9 @@ def test_a_turkish_cluster_is_named_by_its_city() -> None:
 
 
 @pytest.mark.parametrize("run", ["👩\u200d👩\u200d👧\u200d👦", "🇺🇸🇫🇷", "น้ำ", "\u1112\u1161\u11ab",
-                                 "e\u0301\u0323"], ids=["family", "flags", "thai", "hangul-nfd", "marks"])
+                                 "e\u0301\u0323", "ﾊﾟ", "می\u200c"],
+                         ids=["family", "flags", "thai", "hangul-nfd", "marks", "half-width-katakana",
+                              "persian-zwnj"])
 def test_a_snippet_begins_and_ends_between_characters(run) -> None:
     """The second verification of the fifth session of 2026-12-06: a snippet cut inside an
     emoji sequence began "…\\u200d👨🏼" (the rest of a family); it begins and ends between
@@ -225,3 +227,14 @@ def test_a_snippet_begins_and_ends_between_characters(run) -> None:
         boundaries = {m.start() for m in regex.finditer(r"\X", text)} | {len(text)}
         assert start in boundaries and start + len(body) in boundaries, (lead, snippet[:8])
         assert [snippet[a:b] for a, b in highlights] == ["lighthouse"]
+
+
+def test_a_snippet_inside_one_long_character_stays_a_snippet() -> None:
+    """Its third verification: the snippet's end moved to the end of the character it was in,
+    and a letter with 100,000 combining marks (or 50,000 joined emoji) made a snippet of
+    100,014 characters; it is about the width asked for."""
+    from app.services.search import make_snippet
+
+    for run in ("a" + "\u0301" * 100_000, "\u200d".join("👨" * 50_000)):
+        snippet, highlights = make_snippet("target word " + run + " tail", "target")
+        assert len(snippet) <= 260 and [snippet[a:b] for a, b in highlights] == ["target"]
