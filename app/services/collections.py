@@ -1265,9 +1265,14 @@ def _job_errors(session: Session, job_id: int, limit: int | None,
 
 def _unicode_twins(session: Session, collection_id: int, keys: list[str]) -> frozenset[str]:
     """Those of ``keys`` whose NFC or NFD form, another string, is a key of the collection too
-    (one query, for the keys that are not ASCII alone): ``DocumentList.twins``. Told apart on
-    one page only, a twin whose other form fell on another page printed as the other does
-    (the second verification of the fifth session of 2026-12-06)."""
+    (one query, for the keys that are not ASCII alone), and those the page holds of one NFC
+    form (a key written in both forms, "re\u0301sumé", is neither one's): ``DocumentList.twins``.
+    Told apart on one page only, a twin whose other form fell on another page printed as the
+    other does (the second verification of the fifth session of 2026-12-06)."""
+    forms: dict[str, list[str]] = {}
+    for key in keys:
+        forms.setdefault(unicodedata.normalize("NFC", key), []).append(key)
+    on_page = {key for same in forms.values() if len(same) > 1 for key in same}
     others: dict[str, list[str]] = {}
     for key in keys:
         if not key.isascii():
@@ -1276,10 +1281,10 @@ def _unicode_twins(session: Session, collection_id: int, keys: list[str]) -> fro
                 if other != key:
                     others.setdefault(other, []).append(key)
     if not others:
-        return frozenset()
+        return frozenset(on_page)
     found = session.scalars(select(md.Document.key).where(
         md.Document.collection_id == collection_id, md.Document.key.in_(list(others))))
-    return frozenset(key for other in found for key in others[other])
+    return frozenset(on_page | {key for other in found for key in others[other]})
 
 
 def _check_offset(offset: object, param: str) -> int:

@@ -434,6 +434,15 @@ def test_keys_that_differ_only_in_unicode_form_are_listed_apart(tmp_path) -> Non
     line, more = first.stdout.splitlines()
     assert line.split("  ")[0] in {"$'/d/r\\u00e9sum\\u00e9.txt'", "$'/d/re\\u0301sume\\u0301.txt'"}
     assert f"--after {line.split('  ')[0]} shows the next ones" in more, more
+    # Keys written in both forms, neither NFC nor NFD (its third verification: they were no
+    # longer told apart, even on one page).
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        mixed = ["/m/re\u0301sum\u00e9.txt", "/m/r\u00e9sume\u0301.txt"]
+        add_rows(facet, "mix", [{"key": key} for key in mixed])
+        assert facet.documents("mix").twins == frozenset(mixed)
+    finally:
+        facet.close()
 
 
 def bash_word(word: str) -> str:
