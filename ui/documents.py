@@ -54,12 +54,14 @@ def twin_keys(docs: Sequence[DocumentInfo]) -> Set[str]:
 
 
 def _form(key: str) -> str:
-    """How ``key`` writes its accents, for telling twins (``twin_keys``) apart."""
+    """How ``key`` writes its accents, for telling twins (``twin_keys``) apart; one that writes
+    them both ways, with its separate marks shown as escapes (two such keys read alike)."""
     if unicodedata.is_normalized("NFC", key):
         return "accents as single characters, NFC"
     if unicodedata.is_normalized("NFD", key):
         return "accents as separate marks, NFD"
-    return "accents written both ways"
+    marks = "".join(f"\\u{ord(c):04x}" if unicodedata.combining(c) else c for c in key)
+    return f"accents written both ways: {marks}"
 
 
 def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None,

@@ -594,8 +594,9 @@ def document_line(d: DocumentInfo, *, twin: bool = False) -> str:
     (``shell_word``: printable, and pasted back into `facet delete C --document KEY` it is the
     key, also with spaces or control characters in it), its status, chunks, then its title and,
     where it is not the key, its source, cut (``shown_name``); an error's reason, cut.
-    ``twin``: another key listed with it differs from it only in its Unicode normalization
-    form, so both are written with their non-ASCII characters escaped (``$'re\\u0301sume.txt'``)."""
+    ``twin``: another key of the collection differs from it only in its Unicode normalization
+    form (``DocumentList.twins``), so it is written with its non-ASCII characters escaped
+    (``$'re\\u0301sume.txt'``)."""
     parts = [shell_word(d.key, ascii_only=twin), d.status, plural(d.chunks, "chunk")]
     if d.title:
         parts.append(printable(shown_name(d.title)))

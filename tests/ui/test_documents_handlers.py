@@ -341,3 +341,8 @@ def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents(
     page = DocumentList([doc(nfd)])
     page.twins = frozenset({nfd})
     assert view.removal_choices(page, None) == [(f"{nfd} (accents as separate marks, NFD)", nfd)]
+    # Two keys that each write their accents both ways read apart by their marks, escaped.
+    mixed = ["/m/re\u0301sum\u00e9.txt", "/m/r\u00e9sume\u0301.txt"]
+    labels = [label for label, _ in view.removal_choices([doc(k) for k in mixed], None)]
+    assert labels[0].endswith("(accents written both ways: /m/re\\u0301sumé.txt)")
+    assert labels[1].endswith("(accents written both ways: /m/résume\\u0301.txt)")
