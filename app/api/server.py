@@ -1275,7 +1275,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         # pages: as many jobs were never listed (the API review of the fifth session of
         # 2026-12-06).
         more = listed.not_shown if isinstance(listed, JobList) else 0
-        last = listed[min(query.limit, len(listed)) - 1].id if listed else None
+        last = listed.next_before if isinstance(listed, JobList) else None
         return _json([asdict(j) for j in listed], headers=_next_page(
             "/jobs", query.limit, query.offset, more, "X-Facet-Jobs-Not-Shown",
             after=None if last is None else str(last), after_name="before",

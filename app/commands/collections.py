@@ -561,10 +561,10 @@ def _rerun_text(rerun: str) -> str:
             "removed already and removes the rest)")
 
 
-def _last_job(jobs: Sequence[JobInfo], limit: int, before: int | None) -> int | None:
-    """For a page of `facet jobs --before`: the id of the last of its newest ``limit`` jobs
-    (the next page is before it); None for a page of no ``--before``."""
-    return jobs[min(limit, len(jobs)) - 1].id if before is not None and jobs else None
+def _last_job(jobs: Sequence[JobInfo], before: int | None) -> int | None:
+    """For a page of `facet jobs --before`: the next page's ``--before`` (``JobList.next_before``);
+    None for a page of no ``--before``."""
+    return jobs.next_before if before is not None and isinstance(jobs, JobList) else None
 
 
 def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
@@ -1128,7 +1128,7 @@ def register(cli: typer.Typer) -> None:
                 # stdout stays the bare list; the older jobs left out are said on stderr (a
                 # full page read as the last one until 2026-12-01), as GET /jobs' Link header.
                 typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
-                                           before=_last_job(jobs, limit, before)), err=True)
+                                           before=_last_job(jobs, before)), err=True)
             return
         older = f" older than job {before}" if before is not None else ""
         if not jobs and offset:
@@ -1173,7 +1173,7 @@ def register(cli: typer.Typer) -> None:
             # rest past --limit were left out without a word. The next page's command keeps
             # the page size (following "--offset K" alone listed 20).
             typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
-                                       before=_last_job(jobs, limit, before)))
+                                       before=_last_job(jobs, before)))
 
     @cli.command("documents")
     @handle_errors

@@ -852,9 +852,13 @@ LIVE_STATES = ("queued", "running", "stalled")
 
 
 class JobList(list[JobInfo]):
-    """A listing of jobs (``CollectionService.jobs``), with how many older ones it leaves out."""
+    """A listing of jobs (``CollectionService.jobs``), with how many older ones it leaves out
+    and, where it leaves some out, ``next_before``: the next page's ``before``, the id of the
+    last of its newest ``limit`` jobs (the older ones that have not ended, listed after them on
+    a first page, come again in their place)."""
 
     not_shown: int = 0
+    next_before: int | None = None
 
 
 # A document's states (``md.Document.status``): ``pending`` (its points may be partly written:
@@ -2124,6 +2128,8 @@ class CollectionService:
             # Those older than the page's newest rows' last, but the older live ones it shows.
             shown.not_shown = max(0, md.count_jobs(session, coll_id, before=infos[limit - 1].id)
                                   - len(older)) if len(infos) >= limit else 0
+            if shown.not_shown:
+                shown.next_before = infos[limit - 1].id
             return shown
 
     def documents(self, collection: str, limit: int = 20, offset: int = 0,
