@@ -11,7 +11,6 @@ controls escaped (``printable``) as the CLI shows them.
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import Any
@@ -43,19 +42,10 @@ def shown_key(key: str, uploads: Path | None) -> str:
     return printable(key)
 
 
-def twin_keys(docs: Sequence[DocumentInfo]) -> Set[str]:
-    """The keys of ``docs`` that another key equals but for its Unicode normalization form (a
-    file's name in NFC and in NFD, from macOS: two documents whose names read alike): a page's
-    ``DocumentList.twins`` (of the whole collection), else those of ``docs`` themselves."""
-    if isinstance(docs, DocumentList):
-        return docs.twins
-    forms = Counter(unicodedata.normalize("NFC", d.key) for d in docs)
-    return {d.key for d in docs if forms[unicodedata.normalize("NFC", d.key)] > 1}
-
-
 def _form(key: str) -> str:
-    """How ``key`` writes its accents, for telling twins (``twin_keys``) apart; one that writes
-    them both ways, with its separate marks shown as escapes (two such keys read alike)."""
+    """How ``key`` writes its accents, for telling twins (``DocumentList.twins``: keys that
+    another equals but for its Unicode normalization form) apart; one that writes them both
+    ways, with its separate marks shown as escapes (two such keys read alike)."""
     if unicodedata.is_normalized("NFC", key):
         return "accents as single characters, NFC"
     if unicodedata.is_normalized("NFD", key):
@@ -78,12 +68,12 @@ def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None,
     return shown
 
 
-def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[list[Any]]:
+def document_rows(docs: DocumentList, uploads: Path | None) -> list[list[Any]]:
     """One row per document: its name (``shown_document``), title, status (an error's reason
     after it), chunks (a number, so the column sorts as numbers), when its row was last
     written."""
     rows: list[list[Any]] = []
-    twins = twin_keys(docs)
+    twins = docs.twins
     for d in docs:
         # An upload's error names it by the name it was uploaded under, as the key and the Index
         # tab's errors table do (it showed the server's data folder: "DATA/uploads/C/a.txt").
@@ -94,10 +84,10 @@ def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[li
     return rows
 
 
-def removal_choices(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[tuple[str, str]]:
+def removal_choices(docs: DocumentList, uploads: Path | None) -> list[tuple[str, str]]:
     """The "remove" checkboxes of a page: each document as the table names it, its value the
     real key."""
-    twins = twin_keys(docs)
+    twins = docs.twins
     return [(shown_document(d, uploads, twins), d.key) for d in docs]
 
 

@@ -315,34 +315,38 @@ def test_the_pickers_default_reads_the_default_embedder_as_the_cli_does(minilm, 
         facet.close()
 
 
-def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents() -> None:
+def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents(tmp_path) -> None:
     """The i18n review of the fifth session of 2026-12-06: a server folder's file named in NFC
     and another in NFD (from macOS) are two documents the table and the removal boxes named
-    alike, "résumé.txt" twice. Such twins say how each writes its accents; others as before."""
+    alike, "résumé.txt" twice. Such twins (``DocumentList.twins``, the facade's) say how each
+    writes its accents; others as before. Rows written through the metadata layer alone."""
     import unicodedata
 
-    from app.services.collections import DocumentInfo, DocumentList
+    from app.core import Facet
+    from app.settings import FacetSettings
+    from tests.app.test_document_listing import add_rows
     from ui import documents as view
-
-    def doc(key: str) -> DocumentInfo:
-        return DocumentInfo(key=key, source=key, title=None, status="indexed", chunks=1,
-                            updated_at="2026-12-06T10:00:00", metadata={}, error=None)
 
     nfc, nfd = (unicodedata.normalize(form, "/srv/résumé.txt") for form in ("NFC", "NFD"))
     other = unicodedata.normalize("NFD", "/srv/café.txt")
-    docs = [doc(nfc), doc(nfd), doc(other)]
-    assert view.removal_choices(docs, None) == [
-        ("/srv/résumé.txt (accents as single characters, NFC)", nfc),
-        (f"{nfd} (accents as separate marks, NFD)", nfd), (other, other)]
-    assert [row[0] for row in view.document_rows(docs, None)] == [
-        label for label, _ in view.removal_choices(docs, None)]
-    # A page of the facade names the twins of the whole collection: one whose other form is on
-    # another page is told apart too.
-    page = DocumentList([doc(nfd)])
-    page.twins = frozenset({nfd})
-    assert view.removal_choices(page, None) == [(f"{nfd} (accents as separate marks, NFD)", nfd)]
-    # Two keys that each write their accents both ways read apart by their marks, escaped.
     mixed = ["/m/re\u0301sum\u00e9.txt", "/m/r\u00e9sume\u0301.txt"]
-    labels = [label for label, _ in view.removal_choices([doc(k) for k in mixed], None)]
-    assert labels[0].endswith("(accents written both ways: /m/re\\u0301sumé.txt)")
-    assert labels[1].endswith("(accents written both ways: /m/résume\\u0301.txt)")
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        add_rows(facet, "c", [{"key": key} for key in (nfc, nfd, other)])
+        add_rows(facet, "mix", [{"key": key} for key in mixed])
+        docs = facet.documents("c")
+        assert dict(view.removal_choices(docs, None)) == {
+            "/srv/résumé.txt (accents as single characters, NFC)": nfc,
+            f"{nfd} (accents as separate marks, NFD)": nfd, other: other}
+        assert [row[0] for row in view.document_rows(docs, None)] == [
+            label for label, _ in view.removal_choices(docs, None)]
+        # A page of the facade names the twins of the whole collection: one whose other form
+        # is on another page is told apart too.
+        page = facet.documents("c", limit=1, after=other)
+        assert view.removal_choices(page, None) == [(f"{nfd} (accents as separate marks, NFD)", nfd)]
+        # Two keys that each write their accents both ways read apart by their marks, escaped.
+        labels = {key: label for label, key in view.removal_choices(facet.documents("mix"), None)}
+        assert labels[mixed[0]].endswith("(accents written both ways: /m/re\\u0301sumé.txt)")
+        assert labels[mixed[1]].endswith("(accents written both ways: /m/résume\\u0301.txt)")
+    finally:
+        facet.close()
