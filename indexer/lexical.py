@@ -70,8 +70,8 @@ LEXICAL_LABEL = "bm25"  # how results name lexical search (the embedder field of
 # constant, not the collection's average: each point's weights are written once, as it is
 # upserted). A chunk holds up to 200 word-pieces by default, fewer BM25 terms once stopwords
 # go, so short chunks barely differ in length; a smaller constant was no better on SciFact dev
-# (BM25 alone, whole abstracts, scripts/lexical_definitions.py's way, the fifth session of
-# 2026-12-06): nDCG@10 74.56 at 256, 74.27 at 128, 74.66 at 64, 72.52 at 32.
+# (BM25 alone, whole abstracts, `scripts/lexical_definitions.py --avg-len 256,128,64,32`, the
+# fifth session of 2026-12-06): nDCG@10 74.56 at 256, 74.27 at 128, 74.66 at 64, 72.52 at 32.
 BM25_K1, BM25_B, BM25_AVG_LEN = 1.2, 0.75, 256.0
 
 
