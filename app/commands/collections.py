@@ -561,10 +561,13 @@ def _rerun_text(rerun: str) -> str:
             "removed already and removes the rest)")
 
 
-def _last_job(jobs: Sequence[JobInfo], before: int | None) -> int | None:
-    """For a page of `facet jobs --before`: the next page's ``--before`` (``JobList.next_before``);
-    None for a page of no ``--before``."""
-    return jobs.next_before if before is not None and isinstance(jobs, JobList) else None
+def _last_job(jobs: Sequence[JobInfo], before: int | None, offset: int) -> int | None:
+    """The next page's ``--before`` (``JobList.next_before``) for a first page or a page of
+    `facet jobs --before`, as GET /jobs' Link names it; None for a page of ``--offset K``, whose
+    next page is by offset, as it was asked (the first page named ``--offset 20``, which a
+    collection deleted meanwhile shifted: as many jobs were never listed)."""
+    keyset = before is not None or not offset
+    return jobs.next_before if keyset and isinstance(jobs, JobList) else None
 
 
 def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
@@ -574,9 +577,9 @@ def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older 
     """The line under a page of `facet jobs` (``what`` "older job") or `facet documents` that
     leaves some out, with the next page's options (the page size kept unless ``default``:
     following "--offset K" alone listed 20; ``most``: the largest page). ``after``: the page's
-    last key, for a page of `facet documents --after` (the next is after it); ``before``: the
-    page's last job id, for a page of `facet jobs --before` (``twins``: keys written escaped,
-    as their lines are)."""
+    last key, for a first page or a page of `facet documents --after` (the next is after it);
+    ``before``: the next page's ``--before`` (``_last_job``) for `facet jobs`; neither: the next
+    ``--offset`` (``twins``: keys written escaped, as their lines are)."""
     size = f"--limit {limit} " if limit != default else ""
     step = (f"--after {shell_word(after, ascii_only=after in twins)}" if after is not None else
             f"--before {before}" if before is not None else f"--offset {offset + limit}")
@@ -1128,7 +1131,7 @@ def register(cli: typer.Typer) -> None:
                 # stdout stays the bare list; the older jobs left out are said on stderr (a
                 # full page read as the last one until 2026-12-01), as GET /jobs' Link header.
                 typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
-                                           before=_last_job(jobs, before)), err=True)
+                                           before=_last_job(jobs, before, offset)), err=True)
             return
         older = f" older than job {before}" if before is not None else ""
         if not jobs and offset:
@@ -1173,7 +1176,7 @@ def register(cli: typer.Typer) -> None:
             # rest past --limit were left out without a word. The next page's command keeps
             # the page size (following "--offset K" alone listed 20).
             typer.echo(_not_shown_line(jobs.not_shown, limit, offset,
-                                       before=_last_job(jobs, before)))
+                                       before=_last_job(jobs, before, offset)))
 
     @cli.command("documents")
     @handle_errors
@@ -1232,8 +1235,11 @@ def register(cli: typer.Typer) -> None:
         # 2026-12-06: both lines read '/docs/résumé.txt'; only `facet delete`'s refusal showed
         # the difference).
         twins = docs.twins if isinstance(docs, DocumentList) else frozenset()
-        # With --after, the next page is after this one's last key (what --after was given for).
-        last = docs[-1].key if after is not None and docs else None
+        # The next page is after this one's last key (a keyset page, as the API's Link), from the
+        # first page on; a page of --offset K names the next --offset, as it was asked. The
+        # first page named "--offset 20": a document indexed or removed meanwhile shifted every
+        # later page, so a key came twice or was never listed.
+        last = docs[-1].key if (after is not None or not offset) and docs else None
         if as_json:
             typer.echo(printable_json([asdict(d) for d in docs]))
             if not_shown:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,28 +161,56 @@ def test_an_unknown_collection_is_not_found(facet) -> None:
 
 # --------------------------------------------------------------------------- CLI
 
-_MORE = re.compile(r"^… (\d+) more documents? not shown \((?:--limit (\d+) )?--offset (\d+) ")
+_MORE = re.compile(r"^… (\d+) more documents? not shown \((?:--limit (\d+) )?(--offset|--after) (.+) "
+                   r"shows the next ones")
 
 
-def test_cli_pages_by_the_offset_it_prints_and_reads_every_key(corpus) -> None:
-    data, _src = corpus
-    env = {"FACET_DATA_DIR": str(data)}
-    with Facet(FacetSettings(data_dir=data)) as facet:
-        every = _all_keys(facet, "docs")
+def _follow_hints(data, first: list[str], skipped: int = 0) -> list[str]:
+    """The keys `facet documents` lists when its "not shown" line is followed page by page
+    (``first``'s arguments leaving out the first ``skipped``)."""
     seen: list[str] = []
-    args = ["documents", "docs", "--limit", "8"]
+    args = first
     while True:
-        r = invoke_cli(*args, env=env)
+        r = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         more = _MORE.match(lines[-1])
         docs = lines[:-1] if more else lines
         seen += [shlex.split(line)[0] for line in docs]
         if more is None:
-            break
-        assert more.group(2) == "8" and int(more.group(1)) == 30 - len(seen)
-        args = ["documents", "docs", "--limit", "8", "--offset", more.group(3)]
-    assert seen == every
+            return seen
+        assert more.group(2) == "8" and int(more.group(1)) == 30 - skipped - len(seen)
+        args = ["documents", "docs", "--limit", "8", more.group(3), *shlex.split(more.group(4))]
+        # From the first page on, the next page is after the last key (as the API's Link);
+        # a page asked by --offset names the next --offset.
+        assert more.group(3) == ("--offset" if "--offset" in first else "--after"), lines[-1]
+
+
+def test_cli_pages_by_the_key_or_offset_it_prints_and_reads_every_key(corpus) -> None:
+    data, _src = corpus
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        every = _all_keys(facet, "docs")
+    assert _follow_hints(data, ["documents", "docs", "--limit", "8"]) == every
+    by_offset = _follow_hints(data, ["documents", "docs", "--limit", "8", "--offset", "8"], 8)
+    assert by_offset == every[8:]
+
+
+def test_cli_first_page_hint_survives_a_document_removed_meanwhile(corpus, tmp_path) -> None:
+    # The first page named "--offset 8": a document of that page removed before the next was
+    # read shifted the rest back by one, and the key that moved onto page one was never listed.
+    data = tmp_path / "data"  # a copy: the module's corpus stays whole for the other tests
+    shutil.copytree(corpus[0], data)
+    env = {"FACET_DATA_DIR": str(data)}
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        every = _all_keys(facet, "docs")
+    first = invoke_cli("documents", "docs", "--limit", "8", env=env)
+    hint = _MORE.match(first.stdout.splitlines()[-1])
+    assert hint is not None, first.stdout
+    gone = invoke_cli("delete", "docs", "--document", every[0], "--yes", env=env)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    second = invoke_cli("documents", "docs", "--limit", "8", hint.group(3),
+                        *shlex.split(hint.group(4)), env=env)
+    assert [shlex.split(line)[0] for line in second.stdout.splitlines()[:8]] == every[8:16]
 
 
 def test_cli_lines_json_and_filters(corpus) -> None:
@@ -198,7 +227,8 @@ def test_cli_lines_json_and_filters(corpus) -> None:
     listed = json.loads(r.stdout)  # stdout: the bare list; the rest said on stderr
     assert len(listed) == 4 and set(listed[0]) == {
         "key", "source", "title", "status", "chunks", "updated_at", "metadata", "error"}
-    assert "26 more documents not shown (--limit 4 --offset 4" in r.stderr
+    assert f"26 more documents not shown (--limit 4 --after {shlex.quote(listed[-1]['key'])} " \
+        "shows the next ones" in r.stderr, r.stderr
     past = invoke_cli("documents", "docs", "--offset", "40", env=env)
     assert past.stdout == "no documents past the first 40: collection docs has 30 documents\n"
     none = invoke_cli("documents", "docs", "--status", "pending", env=env)

@@ -252,5 +252,11 @@ def test_keyset_pages_of_jobs_are_not_shifted_by_a_collection_deleted_meanwhile(
     text = invoke_cli("jobs", "-c", "pg", "--limit", "3", "--before", "20", env=env).stdout
     assert text.splitlines()[-1] == ("… 15 older jobs not shown (--limit 3 --before 17 shows "
                                      "the next ones; --limit N: N a page, up to 1000)"), text
+    # A first page names the next --before too (it named "--offset 3", which the collection
+    # deleted above would have shifted), and following it from there lists every job once.
+    first = invoke_cli("jobs", "-c", "pg", "--limit", "3", env=env).stdout.splitlines()
+    ids = [int(line.split()[1].rstrip(":")) for line in first if line.startswith("job ")]
+    assert first[-1] == (f"… {JOBS - 3} older jobs not shown (--limit 3 --before {ids[-1]} "
+                         "shows the next ones; --limit N: N a page, up to 1000)"), first
     assert invoke_cli("jobs", "--before", "1", env=env).stdout == "no index jobs older than job 1\n"
     assert len(facet.jobs("pg", limit=1000, before=2**70)) == JOBS

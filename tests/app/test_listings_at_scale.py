@@ -86,7 +86,9 @@ def test_a_job_still_queued_is_listed_behind_newer_ones(contexts, tmp_path: Path
     jobs = [line for line in out.stdout.splitlines() if line.startswith("job ")]
     assert len(jobs) == 21
     assert jobs[-1].startswith(f"job {queued} queued: big <- ")
-    assert out.stdout.splitlines()[-1] == ("… 4 older jobs not shown (--offset 20 shows the next ones; --limit N: N a "
+    # The next page is before the page's last newest job (6), as GET /jobs' Link: the live job
+    # listed after them is not where it goes on (it said "--offset 20").
+    assert out.stdout.splitlines()[-1] == ("… 4 older jobs not shown (--before 6 shows the next ones; --limit N: N a "
                                             "page, up to 1000)")
     as_json = invoke_cli("jobs", "--json", "--limit", "3", env=env)  # what GET /jobs answers too
     assert [j["id"] for j in json.loads(as_json.stdout)] == [25, 24, 23, queued]
