@@ -14,6 +14,7 @@ import os
 import sqlite3
 import sys
 import time
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -676,7 +677,7 @@ def page_documents(session: Session, collection_id: int, limit: int, *, offset: 
     ``limit`` of them after the first ``offset`` (an SQL LIMIT and OFFSET), and how many match
     in all (one COUNT); ``status`` and ``prefix`` (the start of the key or of the source, the
     file it was read from, so a csv's records are found by the file's path; compared as text:
-    no LIKE wildcards, case kept) narrow both. Their chunks and vectors are not loaded.
+    no LIKE wildcards, case kept, in the prefix's NFC or NFD form) narrow both. Their chunks and vectors are not loaded.
 
     The page and the COUNT are two statements (SQLite's driver opens no read transaction for
     them), so a job writing between them made them disagree: a page of 11 documents under a
@@ -693,8 +694,13 @@ def page_documents(session: Session, collection_id: int, limit: int, *, offset: 
     if status is not None:
         where.append(Document.status == status)
     if prefix:
-        where.append(or_(func.substr(Document.key, 1, len(prefix)) == prefix,
-                         func.substr(Document.source, 1, len(prefix)) == prefix))
+        # In either Unicode form: an "é" typed on Linux (NFC) finds a file that macOS named
+        # "e" + U+0301 (NFD), and the other way round (the i18n review of the fifth session of
+        # 2026-12-06: --prefix found only the form typed). Listings tell such twins apart.
+        forms = dict.fromkeys([prefix, *(unicodedata.normalize(f, prefix) for f in ("NFC", "NFD"))])
+        where.append(or_(*(column_start == form for form in forms
+                           for column_start in (func.substr(Document.key, 1, len(form)),
+                                                func.substr(Document.source, 1, len(form))))))
     query = select(Document).where(*where).order_by(Document.key).limit(limit + 1)
     if offset > 0:
         query = query.offset(offset)

@@ -475,6 +475,40 @@ def test_keys_that_differ_only_in_unicode_form_are_listed_apart(tmp_path) -> Non
         facet.close()
 
 
+def test_a_prefix_finds_keys_in_either_unicode_form(tmp_path) -> None:
+    """The i18n review of the fifth session of 2026-12-06: ``--prefix /d/ré`` typed on Linux
+    (NFC) listed none of a macOS folder's files, named in NFD (e + U+0301), and the other way
+    round. A prefix finds both forms, of a key or of the file a record was read from; other
+    keys stay out."""
+    import unicodedata
+
+    nfc = "/d/" + unicodedata.normalize("NFC", "résumé.txt")
+    nfd = "/d/" + unicodedata.normalize("NFD", "réunion.txt")
+    record_file = "/d/" + unicodedata.normalize("NFD", "réponses.csv")
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        add_rows(facet, "c", [{"key": nfc}, {"key": nfd}, {"key": "/d/rien.txt"},
+                              {"key": "q1", "source": record_file}])
+        for typed in ("NFC", "NFD"):
+            prefix = unicodedata.normalize(typed, "/d/ré")
+            page = facet.documents("c", prefix=prefix)
+            assert sorted(d.key for d in page) == sorted([nfc, nfd, "q1"]), typed
+            assert page.not_shown == 0
+            one = facet.documents("c", limit=1, prefix=prefix)
+            assert len(one) == 1 and one.not_shown == 2  # the count reads both forms too
+        assert [d.key for d in facet.documents("c", prefix="/d/rie")] == ["/d/rien.txt"]
+        # A prefix that ends in a base letter whose mark is in the key finds it in NFD only:
+        # "/d/re" is how "/d/ré" starts in NFD, not in NFC (compared as text).
+        assert {d.key for d in facet.documents("c", prefix="/d/re")} == {nfd, "q1"}
+    finally:
+        facet.close()
+    typed = unicodedata.normalize("NFC", "/d/réu")
+    shown = invoke_cli("documents", "c", "--prefix", typed,
+                       env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert shown.returncode == 0, shown.stderr
+    assert [bash_word(line.split("  ")[0]) for line in shown.stdout.splitlines()] == [nfd]
+
+
 def bash_word(word: str) -> str:
     """What bash makes of ``word`` (a `$'...'` word included)."""
     import subprocess
