@@ -843,7 +843,7 @@ class UiHandlers:
                                          notices=notices, embedder=used, max_k=top,
                                          source=source_html)
         figure = render.cluster_figure(response, title=f"{len(response.texts):,} texts, "
-                                       f"k={response.k}: {clean[:80]}")
+                                       f"k={response.k}: {render.isolated(clean[:80])}")
         csv_path = render.write_cluster_csv(response, self.export_dir, labels)
         logger.info("clustered %d texts into %d in %.1fs", len(response.texts), response.k, wall)
         return summary, figure, render.cluster_rows(response), str(csv_path)

@@ -15,6 +15,7 @@ import html
 import json
 import re
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,6 +195,24 @@ def bidi_closed(text: str) -> str:
             open_.append(_BIDI_OPENS[ch])
     close()
     return "".join(out)
+
+
+# Bidi classes that leave a left-to-right line's order as it is: text of none but these needs
+# no isolate (``isolated``); a right-to-left letter (R, AL), Arabic digits (AN) or a bidi
+# control does.
+_LTR_SAFE = frozenset({"L", "EN", "ES", "ET", "CS", "NSM", "BN", "B", "S", "WS", "ON"})
+
+
+def isolated(text: str) -> str:
+    """``text`` between FSI and PDI (U+2068, U+2069) where it holds right-to-left letters or a
+    bidi control, with any it leaves open closed (``bidi_closed``), so that it is laid out as
+    one unit in the direction of its own first strong letter and the text around it keeps its
+    order; other text as it is. For plain-text places with no element to set ``dir`` on: the
+    cluster map's legend entry "1: <Hebrew name> (2)" was drawn "1: (2) <name>", the size
+    read as part of the name (the UI review of the sixth session of 2026-12-06)."""
+    if all(unicodedata.bidirectional(ch) in _LTR_SAFE for ch in text):
+        return text
+    return f"\u2068{bidi_closed(text)}\u2069"
 
 
 def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
@@ -565,8 +584,10 @@ def cluster_name(cluster: Cluster) -> str:
 
 
 def cluster_label(cluster: Cluster) -> str:
-    """A cluster's legend entry: its id, name and size ("2: payment, 24 of 71")."""
-    return f"{cluster.id}: {_short(cluster.name, 40)} ({_name_share(cluster) or cluster.size})"
+    """A cluster's legend entry: its id, name and size ("2: payment, 24 of 71"), the name
+    ``isolated`` (a right-to-left one took the size into its run)."""
+    return (f"{cluster.id}: {isolated(_short(cluster.name, 40))} "
+            f"({_name_share(cluster) or cluster.size})")
 
 
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
@@ -590,7 +611,7 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
         x=[c.center[0] for c in response.clusters], y=[c.center[1] for c in response.clusters],
         mode="markers+text", name="centres", showlegend=False, hoverinfo="text",
         text=[str(c.id) for c in response.clusters], textposition="top center",
-        hovertext=[plot_text(c.name) for c in response.clusters],
+        hovertext=[plot_text(isolated(c.name)) for c in response.clusters],
         marker={"symbol": "x", "size": 12, "color": "black"}))
     # The legend under the plot, not beside it: on a 360 px phone a legend on the right left
     # the plot 64 px wide (every point in one column) and cut the title; the figure grows by
@@ -609,9 +630,11 @@ CLUSTER_COLUMNS = ["cluster", "size", "name", "keywords", "central members"]
 
 
 def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
-    """One row per cluster, largest first: id, size, name, keywords, central members."""
+    """One row per cluster, largest first: id, size, name, keywords, central members (each
+    ``isolated``: a member's U+202E reversed the members after it, and a right-to-left one
+    moved the " | " between them)."""
     return [[c.id, c.size, cluster_name(c), ", ".join(c.keywords),
-             " | ".join(_short(" ".join(m.split()), 160) for m in c.representatives)]
+             " | ".join(isolated(_short(" ".join(m.split()), 160)) for m in c.representatives)]
             for c in response.clusters]
 
 
@@ -709,7 +732,10 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
     # A collection's (or a search's) chunks: which document and chunk each row is (the CLI's
     # JSON and POST /cluster give them; the rows could not be mapped back to documents).
     chunked = bool(response.sources) and all("doc_id" in source for source in response.sources)
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    # With a byte-order mark: a spreadsheet opened without one (Excel, on a double-click) read
+    # the file as cp1252, and every non-Latin text and name came out garbled (the UI review of
+    # the sixth session of 2026-12-06); csv readers that know UTF-8 skip it (utf-8-sig).
+    with path.open("w", newline="", encoding="utf-8-sig") as fh:
         writer = csv.writer(fh)
         writer.writerow(["index", "cluster", "cluster_name", "name_answers", "name_texts",
                          "cluster_keywords", "answer", "x", "y", "text"]

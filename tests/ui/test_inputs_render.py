@@ -162,7 +162,7 @@ def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_p
     assert [row[2] for row in render.cluster_rows(response)] == ["payment (2 of 3)", "refund"]
     legend = [t["name"] for t in render.cluster_figure(response).to_dict()["data"] if t.get("showlegend") is not False]
     assert legend[:2] == ["0: payment (2 of 3)", "1: refund (1)"]
-    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["cluster_name"], r["name_answers"], r["cluster_keywords"]) for r in rows][:3] == [
         ("payment", "2 of 3", "card, pay"), ("payment", "2 of 3", "card, pay"), ("refund", "1 of 1", "refund")]
@@ -184,7 +184,7 @@ def test_the_csv_says_how_many_texts_hold_a_name_of_keywords(tmp_path: Path) -> 
         instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
         texts=["a", "b", "c", "d"], labels=[0, 0, 1, 0], coordinates=[(0.0, 0.0)] * 4, sources=[],
         answers=[], clusters=clusters, timings_ms={})
-    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["name_answers"], r.get("name_texts")) for r in rows] == [
         ("", "2 of 3"), ("", "2 of 3"), ("", "1 of 1"), ("", "2 of 3")]
@@ -205,12 +205,12 @@ def test_the_csv_of_a_collections_chunks_names_their_documents(tmp_path: Path) -
         instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
         texts=["a", "b", "c"], labels=[0, 0, 1], coordinates=[(0.0, 0.0)] * 3, sources=sources,
         answers=[], clusters=clusters, timings_ms={})
-    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["doc_id"], r["chunk_no"]) for r in rows] == [("r54", "0"), ("'=r7", "2"), ("r9", "0")]
     # Given texts (sources of {"index": i}): no such columns.
     given = ClusterResponse(**{**response.__dict__, "sources": [{"index": i} for i in range(3)]})
-    with render.write_cluster_csv(given, tmp_path).open(encoding="utf-8") as fh:
+    with render.write_cluster_csv(given, tmp_path).open(encoding="utf-8-sig") as fh:
         assert "doc_id" not in next(csv.reader(fh))
 
 
@@ -245,6 +245,52 @@ def test_map_title_legend_and_centres_show_quotes_as_typed() -> None:
     assert centres["hovertext"] == ['the "card" &lt;i&gt;one&lt;/i&gt;']
 
 
+HEBREW = "\u05e9\u05dc\u05d5\u05dd \u05d4\u05db\u05e8\u05d8\u05d9\u05e1"  # "shalom hakartis"
+
+
+def _rtl_response():
+    from app.services.clustering import Cluster, ClusterResponse
+
+    clusters = [Cluster(0, 2, HEBREW, [HEBREW], ["\u202eevil one", HEBREW + " 2", "plain"], [0],
+                        (0.0, 0.0)),
+                Cluster(1, 1, "refund", ["refund"], ["c"], [2], (1.0, 1.0))]
+    return ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
+        texts=["\u202eevil one", HEBREW, "c"], labels=[0, 0, 1], coordinates=[(0.0, 0.0)] * 3,
+        sources=[], answers=[], clusters=clusters, timings_ms={})
+
+
+def test_right_to_left_names_and_members_are_isolated_on_the_map_and_table() -> None:
+    """The UI review of the sixth session of 2026-12-06: a Hebrew cluster name in the legend
+    "1: <name> (2)" was drawn "1: (2) <name>", and a member's U+202E reversed the members after
+    it in the table's cell. Such text is put between FSI and PDI (its own direction, the rest in
+    order); Latin text is left as it was. (Drawn in chromium in test_render_fixes_browser.py.)"""
+    assert render.isolated("payment (2 of 3)") == "payment (2 of 3)"
+    assert render.isolated("café, naïve – 3 €") == "café, naïve – 3 €"
+    assert render.isolated(HEBREW) == f"\u2068{HEBREW}\u2069"
+    assert render.isolated("\u202eevil") == "\u2068\u202eevil\u202c\u2069"  # closed inside
+    assert render.isolated("x \u0661\u0662") == "\u2068x \u0661\u0662\u2069"  # Arabic digits
+    response = _rtl_response()
+    figure = render.cluster_figure(response, title="t").to_dict()
+    names = [t["name"] for t in figure["data"] if t.get("showlegend") is not False]
+    assert names == [f"0: \u2068{HEBREW}\u2069 (2)", "1: refund (1)"]
+    members = render.cluster_rows(response)[0][4]
+    assert members == (f"\u2068\u202eevil one\u202c\u2069 | \u2068{HEBREW} 2\u2069 | plain")
+
+
+def test_the_csv_export_starts_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """The UI review of the sixth session of 2026-12-06: without one, a spreadsheet opened on a
+    double-click (Excel) read the export as cp1252 and garbled every non-Latin text. The
+    project's own readers skip it (utf-8-sig)."""
+    import csv
+
+    path = render.write_cluster_csv(_rtl_response(), tmp_path)
+    assert path.read_bytes().startswith(b"\xef\xbb\xbfindex,cluster,")
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["text"] for r in rows][1] == HEBREW and "index" in rows[0]
+
+
 def test_csv_export_neutralises_spreadsheet_formulas(tmp_path: Path) -> None:
     """A clustered text `=HYPERLINK(...)` was written as it was: a spreadsheet opening the export
     ran it (OWASP "CSV injection"). Every text cell starting with = + - @, a tab or a carriage
@@ -262,7 +308,7 @@ def test_csv_export_neutralises_spreadsheet_formulas(tmp_path: Path) -> None:
         texts=texts, labels=[0, 0, 0, 0, 1, 1, 1], coordinates=[(-0.5, -1.25)] * 7, sources=[],
         answers=None, clusters=clusters, timings_ms={})
     labels = ["=1+2", "a", "b", "c", "d", "e", "-f"]
-    with render.write_cluster_csv(response, tmp_path, labels).open(encoding="utf-8", newline="") as fh:
+    with render.write_cluster_csv(response, tmp_path, labels).open(encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["text"] for r in rows] == ["'" + t for t in texts[:6]] + ["plain - text"]
     assert rows[0]["cluster_name"] == "'=cmd|' /C calc'!A0"

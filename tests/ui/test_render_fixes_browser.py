@@ -207,3 +207,43 @@ def test_a_snippets_bidi_override_acts_on_its_own_line_only(page) -> None:  # no
         assert heading == sorted(heading), text
     finally:
         own.close()
+
+
+# Per character of the legend's entries (SVG text): its x on the page.
+LEGEND_CHARS = """() => [...document.querySelectorAll('.legendtext')].map(t => {
+  const out = []; for (let i = 0; i < t.getNumberOfChars(); i++)
+    out.push([t.textContent[i], t.getStartPositionOfChar(i).x]);
+  return out; })"""
+
+
+def test_a_right_to_left_cluster_name_keeps_its_legend_entrys_order(page) -> None:  # noqa: F811
+    """A Hebrew cluster name in the map's legend: "0: <name> (2)" was drawn "0: (2) <name>", the
+    size read as part of the name (the UI review of the sixth session of 2026-12-06). Drawn by
+    plotly.js (the package's own copy, no network) in chromium: the id left of the name, the
+    name's letters right to left, the size right of them."""
+    from pathlib import Path
+
+    import plotly
+
+    from ui import render
+
+    from .test_inputs_render import HEBREW, _rtl_response
+
+    figure = render.cluster_figure(_rtl_response(), title="t")
+    script = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    own = page.context.browser.new_page()
+    try:
+        own.set_content('<html><head><meta charset="utf-8"></head><body><div id="map"></div></body></html>')
+        own.add_script_tag(path=str(script))
+        own.evaluate("(fig) => Plotly.newPlot('map', fig.data, fig.layout)", figure.to_plotly_json())
+        own.wait_for_selector(".legendtext")
+        first = own.evaluate(LEGEND_CHARS)[0]
+        text = "".join(c for c, _ in first)
+        assert text.replace("\u2068", "").replace("\u2069", "") == f"0: {HEBREW} (2)", text
+        x = {c: pos for c, pos in first}
+        name = [pos for c, pos in first if "\u05d0" <= c <= "\u05ea"]
+        assert x["0"] < min(name) and max(name) < x["("] < x["2"] < x[")"], first
+        word = [pos for c, pos in first[first.index(next(p for p in first if p[0] == "\u05e9")):][:4]]
+        assert word == sorted(word, reverse=True), first  # a Hebrew word reads right to left
+    finally:
+        own.close()

@@ -209,7 +209,7 @@ def test_cluster_texts_with_labels_gives_map_names_vmeasure_and_csv(ui_client, t
     assert [row[1] for row in table["data"]] == [6, 6]
     names = " ".join(str(row[2]) + " " + str(row[3]) for row in table["data"])
     assert "football" in names or "striker" in names
-    with open(csv_path, encoding="utf-8") as fh:
+    with open(csv_path, encoding="utf-8-sig") as fh:  # (with a byte-order mark, for spreadsheets)
         rows = list(csv.DictReader(fh))
     assert len(rows) == 12 and set(rows[0]) == {"index", "cluster", "cluster_name", "name_answers",
                                                  "name_texts", "cluster_keywords", "answer", "x", "y",
