@@ -172,6 +172,28 @@ Scrolled = tuple[Hit, dict[str, list[float]]]
 # ``limit``'s a prefix of a larger one's (a dense search gave dup2 at k=1 and dup4, dup1, dup2
 # at k=3 for eight copies of one text).
 _TIE_MARGIN = 16
+# Where more points tie at the cut than the margin holds (a long document's repeated chunks,
+# boilerplate, templated records: 76 chunks of one score), the points past it were fetched in
+# no fixed order, so the list depended on the store's layout: an embedded and a worker-written
+# index of one corpus ranked them apart, and k=3 was no prefix of k=8 (the parity review of
+# the sixth session of 2026-12-06). The fetch grows (x4) until the last point read scores below
+# the cut, up to this many past ``limit``; ties beyond that stay in the store's order.
+_TIE_FETCH_MAX = 4096
+
+
+def _fetch_ranked(fetch: Callable[[int], Sequence[Any]], limit: int) -> list[Hit]:
+    """``_ranked`` of ``fetch(n)`` (a search for the top ``n``, in score order), ``n`` grown
+    from ``limit + _TIE_MARGIN`` while the last point read ties with the point at the cut."""
+    want = limit + _TIE_MARGIN
+    while True:
+        found = fetch(want)
+        if len(found) < want or limit < 1 or want >= limit + _TIE_FETCH_MAX:
+            break
+        cut = round(float(sorted(found, key=lambda p: -float(p.score))[limit - 1].score), 7)
+        if round(min(float(p.score) for p in found), 7) < cut:
+            break
+        want = min(want * 4, limit + _TIE_FETCH_MAX)
+    return _ranked(found, limit)
 
 # Generations of a collection name in a store object (``VectorStore.generation``): unique in
 # the process, so a name dropped and made again never reads as unchanged.
@@ -1674,14 +1696,18 @@ class EdgeStore(VectorStore):
                 *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         q = self._q
         self._check_vector(collection, vector_name)
-        request = q.SearchRequest(
-            query=q.Query.Nearest(_as_list(vector), using=vector_name),
-            limit=int(limit) + _TIE_MARGIN, filter=self._filter(filters), with_payload=with_payload,
-            params=q.SearchParams(exact=True) if exact else None)
-        with self._using(collection, "searching it") as shard:
-            found = shard.search(request)
-        self._index_filtered(collection, filters, bool(found))
-        return _ranked(found, int(limit))
+        query = q.Query.Nearest(_as_list(vector), using=vector_name)
+
+        def fetch(n: int) -> Sequence[Any]:
+            request = q.SearchRequest(
+                query=query, limit=n, filter=self._filter(filters), with_payload=with_payload,
+                params=q.SearchParams(exact=True) if exact else None)
+            with self._using(collection, "searching it") as shard:
+                return list(shard.search(request))
+
+        top = _fetch_ranked(fetch, int(limit))  # ties ranked (``_TIE_MARGIN``)
+        self._index_filtered(collection, filters, bool(top))
+        return top
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
@@ -1692,13 +1718,15 @@ class EdgeStore(VectorStore):
                         filters: Filters | None, with_payload: bool) -> list[Hit]:
         q = self._q
         using, terms = self._query_terms(collection, text)
-        request = q.QueryRequest(
-            limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(terms, using=using),
-            filter=self._filter(filters), with_payload=with_payload)
-        with self._using(collection, "searching it") as shard:
-            found = shard.query(request)
-        self._index_filtered(collection, filters, bool(found))
-        return _ranked(found, int(limit))
+        def fetch(n: int) -> Sequence[Any]:
+            request = q.QueryRequest(limit=n, query=q.Query.Nearest(terms, using=using),
+                                     filter=self._filter(filters), with_payload=with_payload)
+            with self._using(collection, "searching it") as shard:
+                return list(shard.query(request))
+
+        top = _fetch_ranked(fetch, int(limit))
+        self._index_filtered(collection, filters, bool(top))
+        return top
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
         with self._using(collection, "counting its points") as shard:
@@ -2331,14 +2359,19 @@ class QdrantClientStore(VectorStore):
     def _search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                 *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         self._check_vector(collection, vector_name)
-        response = self._client.query_points(
-            collection, query=_as_list(vector), using=vector_name, limit=int(limit) + _TIE_MARGIN,
-            query_filter=self._filter(filters), with_payload=with_payload,
-            # Local mode is always exact and warns about search params.
-            search_params=self._m.SearchParams(exact=True)
-            if exact and self.backend == "server" else None)
-        self._index_filtered(collection, filters, bool(response.points))
-        return _ranked(response.points, int(limit))  # ties in point-id order (``_TIE_MARGIN``)
+        query = _as_list(vector)
+
+        def fetch(n: int) -> Sequence[Any]:
+            return self._client.query_points(
+                collection, query=query, using=vector_name, limit=n,
+                query_filter=self._filter(filters), with_payload=with_payload,
+                # Local mode is always exact and warns about search params.
+                search_params=self._m.SearchParams(exact=True)
+                if exact and self.backend == "server" else None).points
+
+        top = _fetch_ranked(fetch, int(limit))  # ties in point-id order (``_TIE_MARGIN``)
+        self._index_filtered(collection, filters, bool(top))
+        return top
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
@@ -2348,12 +2381,14 @@ class QdrantClientStore(VectorStore):
     def _search_lexical(self, collection: str, text: str, *, limit: int,
                         filters: Filters | None, with_payload: bool) -> list[Hit]:
         using, terms = self._query_terms(collection, text)
-        response = self._client.query_points(
-            collection, query=terms, using=using,
-            limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters),
-            with_payload=with_payload)
-        self._index_filtered(collection, filters, bool(response.points))
-        return _ranked(response.points, int(limit))
+        def fetch(n: int) -> Sequence[Any]:
+            return self._client.query_points(
+                collection, query=terms, using=using, limit=n,
+                query_filter=self._filter(filters), with_payload=with_payload).points
+
+        top = _fetch_ranked(fetch, int(limit))
+        self._index_filtered(collection, filters, bool(top))
+        return top
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
         self._require(collection)

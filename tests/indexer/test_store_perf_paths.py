@@ -163,3 +163,38 @@ def test_hybrid_reads_payloads_of_the_fused_top_only_same_results(kind: str, tmp
         assert got == _reference(store, query, text, limit, filters, f)
         assert got and all(h.payload["text"] for h in got)
     store.close()
+
+
+@pytest.mark.parametrize("backend", ["edge", "local"])
+def test_more_ties_than_the_margin_give_one_list_in_any_store_layout(tmp_path: Path, backend: str) -> None:
+    """The parity review of the sixth session of 2026-12-06: 76 chunks of one score (a long
+    document's repeated sentence) were ranked apart by an index written in one process and
+    one written by a worker, and k=3 was no prefix of k=8: only ``_TIE_MARGIN`` more points
+    were fetched, and which of the tied ones came was the store's choice. Written in two
+    orders, the same points give the same list, ties in point-id order, each k's list a
+    prefix of a larger k's; dense, word and hybrid search alike."""
+    vector = np.ones(DIM)
+    points = [PointRecord(point_id("big", i), {"m": vector}, {"doc_id": "big", "chunk_no": i, "text": "money back"})
+              for i in range(76)]
+    points += [PointRecord(point_id(f"o{i}", 0), {"m": -vector - i}, {"doc_id": f"o{i}", "chunk_no": 0,
+                                                                       "text": f"other text {i}"}) for i in range(5)]
+    stores = []
+    for n, order in enumerate((points, points[::-1])):
+        store: VectorStore = (EdgeStore(tmp_path / f"s{n}") if backend == "edge"
+                              else QdrantClientStore(path=str(tmp_path / f"s{n}")))
+        store.ensure_collection("c", {"m": DIM}, lexical=True)
+        for start in range(0, len(order), 7):  # in batches, as an index job writes
+            store.upsert("c", order[start:start + 7])
+        stores.append(store)
+    tied = sorted(point_id("big", i) for i in range(76))
+    try:
+        for k in (1, 3, 8, 40, 76):
+            for store in stores:
+                dense = [h.id for h in store.search("c", "m", vector, limit=k)]
+                words = [h.id for h in store.search_lexical("c", "money back", limit=k)]
+                both = [h.id for h in store.search_hybrid("c", "m", vector, "money back", limit=k)]
+                assert dense == words == tied[:k], (backend, k)
+                assert both == tied[:k], (backend, k)
+    finally:
+        for store in stores:
+            store.close()
