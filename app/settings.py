@@ -100,6 +100,13 @@ def _expanded(path: Path, item: int | None = None) -> Path:
                          "or no home folder): give the folder's full path") from None
 
 
+# The most torch threads FACET_QUERY_THREADS / FACET_INDEX_THREADS take: 100000 (a typo) was a
+# segfault of `facet embed`, a Rust panic at `facet serve`'s start and a job that failed in its
+# worker with a traceback, 2**31 "Overflow when unpacking long" (the settings review of the
+# sixth session of 2026-12-06). No machine Facet runs on has more cores than this.
+MAX_THREADS = 1024
+
+
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "facet"
 
@@ -216,10 +223,10 @@ class FacetSettings(BaseSettings):
         default=256, ge=1, description="chunks encoded, written and committed together while indexing")
     # Query encoding (search, /v1/embeddings): one model thread batching concurrent requests.
     query_threads: int = Field(
-        default=1, ge=1, description="torch threads of the query-encoding thread; 1 is fastest for "
+        default=1, ge=1, le=MAX_THREADS, description="torch threads of the query-encoding thread; 1 is fastest for "
                                      "one short query and never fights other work for the cores")
     index_threads: int | None = Field(
-        default=None, ge=1, description="torch threads of index jobs in their own process (a "
+        default=None, ge=1, le=MAX_THREADS, description="torch threads of index jobs in their own process (a "
                                         "worker, `facet index --background`); unset = torch's "
                                         "default (all cores)")
     batch_max_texts: int = Field(default=64, ge=1,
@@ -507,6 +514,41 @@ class FacetSettings(BaseSettings):
                              "under, starting with '/' (\"/facet\"), or leave it empty")
         return path.rstrip("/")
 
+    @field_validator("broker_url", "result_backend", "qdrant_url")
+    @classmethod
+    def _service_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A URL that can be read, checked at start for every command (the settings review of
+        the sixth session of 2026-12-06): a broker URL with a password holding "/" was "cannot
+        reach the broker ... (ValueError: Port could not be cast ...)", its password in clear,
+        and ``localhost:6379`` (no scheme) was read by kombu as an AMQP host "localhost:6379"
+        ("Name or service not known" with Redis running); `facet serve` started with either.
+        The broker's scheme must be a transport kombu knows; a result backend's or Qdrant's
+        must be there. (A Qdrant URL without a scheme is read as http://HOST, and kept.)"""
+        if value is None or not value.strip():
+            return value
+        from urllib.parse import urlsplit
+
+        field = info.field_name or ""
+        scheme, sep, _ = value.partition("://")
+        if field != "qdrant_url":
+            if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+                raise ValueError("not a URL (no scheme://): use redis://HOST:6379/0"
+                                 + (" (or amqp://...)" if field == "broker_url" else ""))
+            if field == "broker_url":
+                known = _broker_transports()
+                if known and scheme.lower().split("+")[0] not in known:  # (sqla+postgresql)
+                    raise ValueError(f"{scheme!r} is not a broker transport Celery knows; use "
+                                     "redis://HOST:6379/0 (rediss:// with TLS) or amqp://...")
+        try:
+            _ = urlsplit(value if sep else f"http://{value}").port  # (ValueError: unreadable)
+        except ValueError:
+            raise ValueError(
+                "not a URL that can be read (its port is not a number from 0 to 65535): a "
+                "password (or user name) holding '/', '@', ':', '?' or '#' must be "
+                "percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, '#' as "
+                "%23)") from None
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str | None) -> str | None:
@@ -736,6 +778,17 @@ def mask_passwords(text: str) -> str:
     return mask_secrets(text)
 
 
+@lru_cache(maxsize=1)
+def _broker_transports() -> frozenset[str]:
+    """The URL schemes kombu reads as broker transports (none known: kombu, of the worker
+    extra, not installed; the scheme is then not checked)."""
+    try:
+        from kombu.transport import TRANSPORT_ALIASES
+    except ImportError:
+        return frozenset()
+    return frozenset(name.lower() for name in TRANSPORT_ALIASES) | {"unix", "rediss"}
+
+
 def masked_url(url: str) -> str:
     """``url`` with its password (any characters) and key-like query parameters as ``***``
     (for log lines and messages; ``indexer.errors.masked_url``)."""
@@ -804,6 +857,9 @@ def _problem(error: Any, given: set[str]) -> str:
     said = f" (unset; its default {value})" if unset else f"={value!r}"
     if field == "database_url":  # a URL may hold a password: its scheme is said
         said = ""
+    elif field in _URL_FIELDS and isinstance(value, str):  # shown with its password masked
+        # (not at all where no "://" says where a password would be, and an "@" may end one)
+        said = f"={masked_url(value)!r}" if "://" in value or "@" not in value else ""
     # How to write JSON, only where it was not read as the JSON the setting takes (a list
     # whose items were refused needs no lesson in lists), and never to a keyword's value.
     info = FacetSettings.model_fields.get(field) if loc else None

@@ -157,7 +157,7 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
         raise CheckpointError(f"unknown device {str(device)!r}; use cpu, cuda or cuda:N (the GPU's "
                               "number), mps or xpu, or leave it unset for automatic") from e
     if dtype is None:
-        dtype = os.environ.get("FACET_DTYPE") or None
+        dtype = _dtype_variable()
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise DeviceUnavailableError(f"device {str(dev)!r} was requested but no CUDA GPU is available; "
                                      "use the cpu device")
@@ -181,6 +181,19 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
                 f"unknown dtype {dtype!r}; use one of float32, bfloat16, float16"
             ) from e
     return DeviceSpec(dev, dt)
+
+
+def _dtype_variable() -> str | None:
+    """``FACET_DTYPE`` as ``app.settings`` reads it: its name in any case (``facet_dtype=fp16``
+    was taken by the settings and ignored here: float32 without a word), blanks around the
+    value dropped, an empty or blank value unset (``" "`` passed the settings and was "unknown
+    dtype ' '" when a decoder loaded; the settings review of the sixth session of 2026-12-06).
+    The exact name wins where both are set."""
+    found = os.environ.get("FACET_DTYPE")
+    if found is None:
+        found = next((value for name, value in os.environ.items()
+                      if name.upper() == "FACET_DTYPE"), None)
+    return (found or "").strip() or None
 
 
 def _package_dir(package: str) -> Path:

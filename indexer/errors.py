@@ -232,9 +232,22 @@ def masked_url(url: str) -> str:
     from urllib.parse import urlsplit
 
     try:
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        password = parts.password
+        _ = parts.port  # read: ValueError where it is not a number
+        port_read = True
     except ValueError:  # e.g. a port that is not a number
-        password = None
+        password, port_read = None, False
     if password:
         url = url.replace(f":{password}@", ":***@", 1)
+    start = url.find("://") + 3
+    at = url.rfind("@")
+    if not port_read and 3 <= start < at:
+        # A password holding "/", "?" or "#" (not percent-encoded) ends the host there: its
+        # start read as the port, its rest and the host as the path ("redis://u:se/cret@h:1/0"
+        # was shown whole in "cannot reach the broker at ..."; the settings review of the sixth
+        # session of 2026-12-06). All from the first ":" of the user info to the last "@".
+        colon = url.find(":", start, at)
+        if colon != -1 and not any(c.isspace() for c in url[start:at]):
+            url = f"{url[:colon]}:***{url[at:]}"
     return mask_secrets(url)

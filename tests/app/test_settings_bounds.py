@@ -257,3 +257,70 @@ def test_an_empty_api_allowed_roots_is_refused_not_read_as_any_path(monkeypatch,
     assert FacetSettings().api_allowed_roots is None
     monkeypatch.setenv("FACET_UI_ALLOWED_ROOTS", value)  # (the UI's default is none: unchanged)
     assert FacetSettings().ui_allowed_roots == []
+
+
+# -- the settings review of the sixth session of 2026-12-06 ----------------------------------
+
+
+@pytest.mark.parametrize(("name", "value", "said"), [
+    ("query_threads", "100000", "less than or equal to 1024"),  # a segfault of `facet embed`
+    ("index_threads", "99999999999", "less than or equal to 1024"),  # a job failed in its worker
+    ("broker_url", "localhost:6379", "not a URL (no scheme://)"),  # read as an AMQP host
+    ("broker_url", "http://redis:6379/0", "'http' is not a broker transport Celery knows"),
+    ("broker_url", "redis://u:se/cret@localhost:1/0", "must be percent-encoded"),
+    ("result_backend", "redis:/:se/cret@h:1/0", "not a URL (no scheme://)"),
+    ("result_backend", "redis://:se/cret@h:1/0", "must be percent-encoded"),
+    ("qdrant_url", "http://u:se/cret@qdrant:6333", "must be percent-encoded"),
+])
+def test_threads_and_service_urls_are_checked_when_settings_are_read(
+        monkeypatch, tmp_path, name: str, value: str, said: str) -> None:
+    """Each was accepted: a thread count past what torch takes crashed where it was first used
+    (a segfault, a Rust panic at `facet serve`'s start, a worker's traceback), and a broker URL
+    that cannot be read was "cannot reach the broker" with its password in clear, or started
+    `facet serve` as if it were fine. Now one line names the variable, its password masked."""
+    error = _refused(monkeypatch, tmp_path, **{name: value})
+    assert f"FACET_{name.upper()}" in str(error) and said in str(error), str(error)
+    assert "cret" not in str(error)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("query_threads", "1024"), ("broker_url", "redis://u:p%2Fw@localhost:6379/0"),
+    ("broker_url", "rediss://h:6380/0"), ("broker_url", "amqp://guest:guest@h:5672//"),
+    ("broker_url", "sqla+sqlite:///celery.db"), ("result_backend", "db+sqlite:///results.db"),
+    ("qdrant_url", "qdrant:6333"),  # (no scheme: read as http://qdrant:6333, as before)
+])
+def test_usable_threads_and_service_urls_still_pass(monkeypatch, tmp_path, name: str, value: str) -> None:
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv(f"FACET_{name.upper()}", value)
+    assert str(getattr(FacetSettings(), name)) == value
+
+
+def test_a_password_holding_a_slash_is_masked_wherever_a_url_is_shown() -> None:
+    """``redis://u:se/cret@localhost:1/0``: "/" ends the host, so the password's start read as
+    the port and the rest as the path, and the whole URL was shown ("cannot reach the broker at
+    ...", `facet serve`'s start-up line). From the user info's first ":" to the last "@" is
+    masked where the port cannot be read; a URL whose "@" is in its path stays as it was."""
+    from app.settings import masked_url
+
+    assert masked_url("redis://u:se/cret@localhost:1/0") == "redis://u:***@localhost:1/0"
+    assert masked_url("amqp://u:a?b#c@h:5672//") == "amqp://u:***@h:5672//"
+    assert masked_url("redis://:x/y@h/0") == "redis://:***@h/0"
+    assert masked_url("http://host:8080/a@b") == "http://host:8080/a@b"
+    assert masked_url("http://u:pw@h/x@y") == "http://u:***@h/x@y"
+
+
+def test_facet_dtype_is_read_by_the_decoders_as_the_settings_read_it(monkeypatch) -> None:
+    """``FACET_DTYPE=" "`` passed the settings (blank: unset) and was "unknown dtype ' '" when a
+    decoder loaded; ``facet_dtype=fp16`` was taken by the settings and ignored by the decoders
+    (float32 without a word)."""
+    import torch
+
+    from embedders.backbone import pick_device
+
+    monkeypatch.setenv("FACET_DTYPE", " ")
+    assert pick_device("cpu").dtype == torch.float32
+    monkeypatch.delenv("FACET_DTYPE")
+    monkeypatch.setenv("facet_dtype", "FP16")
+    assert pick_device("cpu").dtype == torch.float16
+    monkeypatch.setenv("FACET_DTYPE", "bf16")  # the exact name wins
+    assert pick_device("cpu").dtype == torch.bfloat16
