@@ -63,6 +63,10 @@ DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 VECTOR_BACKENDS = ("edge", "local", "server")
 # The folder settings: an empty value is refused, not the default (``FacetSettings._folder``).
 _FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
+# The folders a relative value is warned about (``_folder``): one place every command should
+# share. The shared datasets' default is relative on purpose (``../shared/data`` of a checkout).
+_FOLDERS_OF_ONE_PLACE = ("data_dir", "model_cache_dir", "checkpoint_dir")
+_warned_relative: set[tuple[str, str]] = set()  # once per process and value
 # Settings whose default opens the most (any path for POST /jobs): an empty value is refused as
 # the folders' is (``FacetSettings._roots``), not read as the default: a compose file's unset
 # ``${ROOTS}`` opened every path the server can read.
@@ -429,6 +433,23 @@ class FacetSettings(BaseSettings):
                 where = "is" if link == folder else f"is inside {link}, which is"
                 raise ValueError(f"{where} a broken link to {target}: create {target}, or point "
                                  f"FACET_{str(info.field_name).upper()} at a folder that exists")
+        if not folder.is_absolute() and info.field_name in _FOLDERS_OF_ONE_PLACE:
+            # Read from the working folder, so each folder a command ran from had its own:
+            # `facet collections` from another said "no collections yet", and the model cache
+            # converted the 517 MB backbone again in each (the settings review of the sixth
+            # session of 2026-12-06). Kept (a container's working folder is fixed), made
+            # absolute so every line names the folder used, and said once.
+            try:
+                absolute = Path(os.path.abspath(folder))
+            except OSError:  # the working folder is gone: opening it says so
+                return folder
+            name = f"FACET_{str(info.field_name).upper()}"
+            if (name, str(folder)) not in _warned_relative:
+                _warned_relative.add((name, str(folder)))
+                logger.warning("%s=%r is a relative path: read as %s, from the current folder (a "
+                               "command run from another folder uses another); give an absolute "
+                               "path to use one folder from anywhere", name, str(folder), absolute)
+            return absolute
         return folder
 
     @field_validator("ui_allowed_roots", "api_allowed_roots", mode="before")

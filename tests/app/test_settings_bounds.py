@@ -324,3 +324,28 @@ def test_facet_dtype_is_read_by_the_decoders_as_the_settings_read_it(monkeypatch
     assert pick_device("cpu").dtype == torch.float16
     monkeypatch.setenv("FACET_DTYPE", "bf16")  # the exact name wins
     assert pick_device("cpu").dtype == torch.bfloat16
+
+
+def test_a_relative_data_or_model_folder_is_said_with_the_folder_it_reads(tmp_path) -> None:
+    """``FACET_DATA_DIR=reldata`` was read from the working folder without a word: `facet
+    collections` from another folder said "no collections yet" (a second, empty data folder),
+    and a relative ``FACET_MODEL_CACHE_DIR`` converted the backbone again in each folder. It is
+    kept, read as the absolute folder it names from here, and a warning says which."""
+    import os
+
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "FACET_DATA_DIR": "reldata", "FACET_MODEL_CACHE_DIR": "models",
+           "OMP_NUM_THREADS": "1"}
+    env.pop("FACET_CHECKPOINT_DIR", None)
+    code = "from app.settings import get_settings as g; s = g(); print(s.data_dir, s.model_cache_dir)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, env={**env, "PYTHONPATH": str(ROOT)}, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(work / "reldata"), str(work / "models")]
+    listed = subprocess.run([sys.executable, "-m", "app", "collections"], capture_output=True,
+                            text=True, timeout=120, env={**env, "PYTHONPATH": str(ROOT)}, cwd=work)
+    assert listed.returncode == 0, listed.stderr
+    assert (f"FACET_DATA_DIR='reldata' is a relative path: read as {work / 'reldata'}, from the "
+            "current folder") in listed.stderr, listed.stderr
+    assert listed.stderr.count("is a relative path") == 2  # data and models, once each
