@@ -87,11 +87,17 @@ def ui_auth(settings: FacetSettings) -> Callable[[str, str], bool] | None:
     """
     if settings.ui_auth:
         pairs = []
-        for item in settings.ui_auth.split(","):
+        for n, item in enumerate(settings.ui_auth.split(","), 1):
             user, sep, password = item.strip().partition(":")
             if not sep or not user or not password:
+                # Which pair, never its text (it may be a password's part): 'admin:pa,ss' was
+                # refused with no word that a comma cannot be in a password (the settings
+                # review of the sixth session of 2026-12-06).
+                comma = (f" (its part {n}, after a comma, has no ':': a password cannot hold a "
+                         "comma, which separates the pairs)" if n > 1 and not sep else "")
                 raise InvalidRequestError("FACET_UI_AUTH must be 'user:password' pairs separated by "
-                                          "commas, with a non-empty user and password each")
+                                          "commas, with a non-empty user and password each"
+                                          + comma)
             pairs.append((user, password))
 
         def check_pairs(username: str, password: str) -> bool:

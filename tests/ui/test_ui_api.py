@@ -637,6 +637,11 @@ def test_auth_from_settings() -> None:
     assert key is not None and key("anyone", "the-key") and not key("anyone", "nope")
     with pytest.raises(InvalidRequestError, match="user:password"):
         ui_auth(FacetSettings(ui_auth="no-colon"))
+    # A comma in a password: which part, and why, never the password's text.
+    with pytest.raises(InvalidRequestError, match="its part 2, after a comma, has no ':': a "
+                                                  "password cannot hold a comma") as e:
+        ui_auth(FacetSettings(ui_auth="admin:pa,zq9"))
+    assert "zq9" not in str(e.value) and "pa," not in str(e.value)
 
 
 def test_mounted_ui_asks_for_a_login_when_a_key_is_set(ui_server, tmp_path: Path) -> None:
