@@ -550,24 +550,31 @@ class FacetSettings(BaseSettings):
         from urllib.parse import urlsplit
 
         field = info.field_name or ""
-        scheme, sep, _ = value.partition("://")
-        if field != "qdrant_url":
-            if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
-                raise ValueError("not a URL (no scheme://): use redis://HOST:6379/0"
-                                 + (" (or amqp://...)" if field == "broker_url" else ""))
-            if field == "broker_url":
-                known = _broker_transports()
-                if known and scheme.lower().split("+")[0] not in known:  # (sqla+postgresql)
-                    raise ValueError(f"{scheme!r} is not a broker transport Celery knows; use "
-                                     "redis://HOST:6379/0 (rediss:// with TLS) or amqp://...")
-        try:
-            _ = urlsplit(value if sep else f"http://{value}").port  # (ValueError: unreadable)
-        except ValueError:
-            raise ValueError(
-                "not a URL that can be read (its port is not a number from 0 to 65535): a "
-                "password (or user name) holding '/', '@', ':', '?' or '#' must be "
-                "percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, '#' as "
-                "%23)") from None
+        # Celery takes a list of URLs separated by ";" (failover brokers, sentinels): each is
+        # read (a sentinel list's second "sentinel:" was read as the first one's port).
+        listed = value.split(";") if field != "qdrant_url" else [value]
+        if not all("://" in part for part in listed):
+            listed = [value]  # (a ";" in a password)
+        for url in listed:
+            scheme, sep, _ = url.partition("://")
+            if field != "qdrant_url":
+                if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+                    raise ValueError("not a URL (no scheme://): use redis://HOST:6379/0"
+                                     + (" (or amqp://...)" if field == "broker_url" else ""))
+                if field == "broker_url":
+                    known = _broker_transports()
+                    if known and scheme.lower().split("+")[0] not in known:  # (sqla+postgresql)
+                        raise ValueError(f"{scheme!r} is not a broker transport Celery knows; "
+                                         "use redis://HOST:6379/0 (rediss:// with TLS) or "
+                                         "amqp://...")
+            try:
+                _ = urlsplit(url if sep else f"http://{url}").port  # (ValueError: unreadable)
+            except ValueError:
+                raise ValueError(
+                    "not a URL that can be read (its port is not a number from 0 to 65535): a "
+                    "password (or user name) holding '/', '@', ':', '?' or '#' must be "
+                    "percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, '#' as "
+                    "%23)") from None
         return value
 
     @field_validator("database_url")

@@ -231,6 +231,11 @@ def masked_url(url: str) -> str:
     as ``***``."""
     from urllib.parse import urlsplit
 
+    listed = url.split(";")
+    if len(listed) > 1 and all("://" in part for part in listed):
+        # Celery's failover and sentinel lists ("sentinel://:pw@h1:26379;sentinel://...")
+        # masked each (read whole, the first URL's host was cut out of the message).
+        return ";".join(masked_url(part) for part in listed)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -248,6 +253,6 @@ def masked_url(url: str) -> str:
         # was shown whole in "cannot reach the broker at ..."; the settings review of the sixth
         # session of 2026-12-06). All from the first ":" of the user info to the last "@".
         colon = url.find(":", start, at)
-        if colon != -1 and not any(c.isspace() for c in url[start:at]):
+        if colon != -1:  # (blanks too: "redis://:my pass/word@h" was shown whole)
             url = f"{url[:colon]}:***{url[at:]}"
     return mask_secrets(url)

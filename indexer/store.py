@@ -181,19 +181,28 @@ _TIE_MARGIN = 16
 _TIE_FETCH_MAX = 4096
 
 
-def _fetch_ranked(fetch: Callable[[int], Sequence[Any]], limit: int) -> list[Hit]:
-    """``_ranked`` of ``fetch(n)`` (a search for the top ``n``, in score order), ``n`` grown
-    from ``limit + _TIE_MARGIN`` while the last point read ties with the point at the cut."""
+def _fetch_ranked(fetch: Callable[[int, bool], Sequence[Any]], limit: int, with_payload: bool,
+                  payloads: Callable[[list[str]], dict[str, dict[str, Any]]]) -> list[Hit]:
+    """``_ranked`` of ``fetch(n, with_payload)`` (a search for the top ``n``, in score order),
+    ``n`` grown from ``limit + _TIE_MARGIN`` while the last point read ties with the point at
+    the cut. The larger fetches read ids and scores alone, and the payloads of the kept top
+    come from ``payloads(ids)`` (a point deleted meanwhile left out): 5,000 tied chunks of
+    500 characters read 6,300 payloads to keep 10, a dense search 41 ms, 21 ms with ids alone
+    (0.6 ms when only 16 more were read, in the store's order; its verification)."""
     want = limit + _TIE_MARGIN
-    while True:
-        found = fetch(want)
-        if len(found) < want or limit < 1 or want >= limit + _TIE_FETCH_MAX:
-            break
+    found = fetch(want, with_payload)
+    grown = False
+    while not (len(found) < want or limit < 1 or want >= limit + _TIE_FETCH_MAX):
         cut = round(float(sorted(found, key=lambda p: -float(p.score))[limit - 1].score), 7)
         if round(min(float(p.score) for p in found), 7) < cut:
             break
         want = min(want * 4, limit + _TIE_FETCH_MAX)
-    return _ranked(found, limit)
+        found, grown = fetch(want, False), True
+    top = _ranked(found, limit)
+    if not (grown and with_payload):
+        return top
+    read = payloads([h.id for h in top])
+    return [Hit(h.id, h.score, read[h.id]) for h in top if h.id in read]
 
 # Generations of a collection name in a store object (``VectorStore.generation``): unique in
 # the process, so a name dropped and made again never reads as unchanged.
@@ -434,7 +443,7 @@ class VectorStore(ABC):
             for rank, hit in enumerate(ranked, start=1):
                 fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (f.k - 1 + rank / weight)
         top = _ranked([Hit(pid, score, {}) for pid, score in fused.items()], int(limit))
-        payloads = {hit.id: hit.payload for hit, _ in self.retrieve(collection, [h.id for h in top])}
+        payloads = self._payloads(collection, [h.id for h in top])
         # A point deleted between the searches and this read is left out, as a later search would.
         return [Hit(h.id, h.score, payloads[h.id]) for h in top if h.id in payloads]
 
@@ -564,6 +573,10 @@ class VectorStore(ABC):
     def retrieve(self, collection: str, ids: Sequence[str],
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
         """Points by id (missing ids are left out), with their vectors when asked."""
+
+    def _payloads(self, collection: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of the points ``ids`` that exist (a search's kept top, read after it)."""
+        return {hit.id: hit.payload for hit, _ in self.retrieve(collection, ids)}
 
     def scroll(self, collection: str, *, limit: int = 1000, filters: Filters | None = None,
                with_payload: bool = True) -> list[Hit]:
@@ -1698,14 +1711,15 @@ class EdgeStore(VectorStore):
         self._check_vector(collection, vector_name)
         query = q.Query.Nearest(_as_list(vector), using=vector_name)
 
-        def fetch(n: int) -> Sequence[Any]:
+        def fetch(n: int, payload: bool) -> Sequence[Any]:
             request = q.SearchRequest(
-                query=query, limit=n, filter=self._filter(filters), with_payload=with_payload,
+                query=query, limit=n, filter=self._filter(filters), with_payload=payload,
                 params=q.SearchParams(exact=True) if exact else None)
             with self._using(collection, "searching it") as shard:
                 return list(shard.search(request))
 
-        top = _fetch_ranked(fetch, int(limit))  # ties ranked (``_TIE_MARGIN``)
+        top = _fetch_ranked(fetch, int(limit), with_payload,  # ties ranked (``_TIE_MARGIN``)
+                            functools.partial(self._payloads, collection))
         self._index_filtered(collection, filters, bool(top))
         return top
 
@@ -1718,13 +1732,14 @@ class EdgeStore(VectorStore):
                         filters: Filters | None, with_payload: bool) -> list[Hit]:
         q = self._q
         using, terms = self._query_terms(collection, text)
-        def fetch(n: int) -> Sequence[Any]:
+        def fetch(n: int, payload: bool) -> Sequence[Any]:
             request = q.QueryRequest(limit=n, query=q.Query.Nearest(terms, using=using),
-                                     filter=self._filter(filters), with_payload=with_payload)
+                                     filter=self._filter(filters), with_payload=payload)
             with self._using(collection, "searching it") as shard:
                 return list(shard.query(request))
 
-        top = _fetch_ranked(fetch, int(limit))
+        top = _fetch_ranked(fetch, int(limit), with_payload,
+                            functools.partial(self._payloads, collection))
         self._index_filtered(collection, filters, bool(top))
         return top
 
@@ -2361,15 +2376,16 @@ class QdrantClientStore(VectorStore):
         self._check_vector(collection, vector_name)
         query = _as_list(vector)
 
-        def fetch(n: int) -> Sequence[Any]:
+        def fetch(n: int, payload: bool) -> Sequence[Any]:
             return self._client.query_points(
                 collection, query=query, using=vector_name, limit=n,
-                query_filter=self._filter(filters), with_payload=with_payload,
+                query_filter=self._filter(filters), with_payload=payload,
                 # Local mode is always exact and warns about search params.
                 search_params=self._m.SearchParams(exact=True)
                 if exact and self.backend == "server" else None).points
 
-        top = _fetch_ranked(fetch, int(limit))  # ties in point-id order (``_TIE_MARGIN``)
+        top = _fetch_ranked(fetch, int(limit), with_payload,  # ties in point-id order
+                            functools.partial(self._payloads, collection))
         self._index_filtered(collection, filters, bool(top))
         return top
 
@@ -2381,12 +2397,13 @@ class QdrantClientStore(VectorStore):
     def _search_lexical(self, collection: str, text: str, *, limit: int,
                         filters: Filters | None, with_payload: bool) -> list[Hit]:
         using, terms = self._query_terms(collection, text)
-        def fetch(n: int) -> Sequence[Any]:
+        def fetch(n: int, payload: bool) -> Sequence[Any]:
             return self._client.query_points(
                 collection, query=terms, using=using, limit=n,
-                query_filter=self._filter(filters), with_payload=with_payload).points
+                query_filter=self._filter(filters), with_payload=payload).points
 
-        top = _fetch_ranked(fetch, int(limit))
+        top = _fetch_ranked(fetch, int(limit), with_payload,
+                            functools.partial(self._payloads, collection))
         self._index_filtered(collection, filters, bool(top))
         return top
 

@@ -580,7 +580,9 @@ def cluster_name(cluster: Cluster) -> str:
     is not all of them ("payment (24 of 71)": the table said so, the legend and the CSV did not),
     or how many members hold a word of a name of keywords ("card / came (4 of 7 texts)")."""
     share = _name_share(cluster)
-    return cluster.name + (f" ({share})" if share else "")
+    # The name isolated (``isolated``) where a share follows it: a right-to-left one took the
+    # "(24 of 71)" into its run, as it took the legend's size (its verification).
+    return (isolated(cluster.name) if share else cluster.name) + (f" ({share})" if share else "")
 
 
 def cluster_label(cluster: Cluster) -> str:
@@ -633,7 +635,7 @@ def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
     """One row per cluster, largest first: id, size, name, keywords, central members (each
     ``isolated``: a member's U+202E reversed the members after it, and a right-to-left one
     moved the " | " between them)."""
-    return [[c.id, c.size, cluster_name(c), ", ".join(c.keywords),
+    return [[c.id, c.size, cluster_name(c), ", ".join(isolated(k) for k in c.keywords),
              " | ".join(isolated(_short(" ".join(m.split()), 160)) for m in c.representatives)]
             for c in response.clusters]
 

@@ -287,6 +287,9 @@ def test_threads_and_service_urls_are_checked_when_settings_are_read(
     ("query_threads", "1024"), ("broker_url", "redis://u:p%2Fw@localhost:6379/0"),
     ("broker_url", "rediss://h:6380/0"), ("broker_url", "amqp://guest:guest@h:5672//"),
     ("broker_url", "sqla+sqlite:///celery.db"), ("result_backend", "db+sqlite:///results.db"),
+    ("broker_url", "sentinel://h1:26379;sentinel://h2:26379"),  # (Celery's lists: each read)
+    ("result_backend", "sentinel://:p@h1:26379/0;sentinel://:p@h2:26379/0"),
+    ("broker_url", "redis://u:pa;ss@h:6379/0"),  # (a ";" in a password: one URL)
     ("qdrant_url", "qdrant:6333"),  # (no scheme: read as http://qdrant:6333, as before)
 ])
 def test_usable_threads_and_service_urls_still_pass(monkeypatch, tmp_path, name: str, value: str) -> None:
@@ -307,6 +310,10 @@ def test_a_password_holding_a_slash_is_masked_wherever_a_url_is_shown() -> None:
     assert masked_url("redis://:x/y@h/0") == "redis://:***@h/0"
     assert masked_url("http://host:8080/a@b") == "http://host:8080/a@b"
     assert masked_url("http://u:pw@h/x@y") == "http://u:***@h/x@y"
+    # Its verification: a blank in such a password kept it whole; a sentinel list lost a host.
+    assert masked_url("redis://:my pass/word@h:6379/0") == "redis://:***@h:6379/0"
+    assert masked_url("sentinel://:pw@h1:26379;sentinel://:pw@h2:26379") == (
+        "sentinel://:***@h1:26379;sentinel://:***@h2:26379")
 
 
 def test_facet_dtype_is_read_by_the_decoders_as_the_settings_read_it(monkeypatch) -> None:

@@ -195,6 +195,12 @@ def test_more_ties_than_the_margin_give_one_list_in_any_store_layout(tmp_path: P
                 both = [h.id for h in store.search_hybrid("c", "m", vector, "money back", limit=k)]
                 assert dense == words == tied[:k], (backend, k)
                 assert both == tied[:k], (backend, k)
+            # Past the margin the fetch grew on ids and scores alone; the kept top has its
+            # payloads (read after it), as a search within the margin has.
+            hits = stores[0].search("c", "m", vector, limit=k)
+            assert all(h.payload["doc_id"] == "big" and h.payload["text"] == "money back" for h in hits)
+            assert sorted(h.payload["chunk_no"] for h in hits) == sorted(
+                i for i in range(76) if point_id("big", i) in set(tied[:k]))
     finally:
         for store in stores:
             store.close()

@@ -276,6 +276,14 @@ def test_right_to_left_names_and_members_are_isolated_on_the_map_and_table() -> 
     assert names == [f"0: \u2068{HEBREW}\u2069 (2)", "1: refund (1)"]
     members = render.cluster_rows(response)[0][4]
     assert members == (f"\u2068\u202eevil one\u202c\u2069 | \u2068{HEBREW} 2\u2069 | plain")
+    assert render.cluster_rows(response)[0][3] == f"\u2068{HEBREW}\u2069"  # keywords
+    # The table's name where a share follows it (its verification: "(2 of 3)" went into the
+    # name's run there as in the legend).
+    from dataclasses import replace
+
+    shared = replace(response, clusters=[replace(response.clusters[0], name_count=1)])
+    assert render.cluster_rows(shared)[0][2] == f"\u2068{HEBREW}\u2069 (1 of 2)"
+    assert render.cluster_rows(response)[1][2:4] == ["refund", "refund"]  # Latin: as it was
 
 
 def test_the_csv_export_starts_with_a_byte_order_mark(tmp_path: Path) -> None:
