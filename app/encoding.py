@@ -879,8 +879,9 @@ class BatchingQueryEncoder:
                 self._wait_for_room(len(items))
             elif self._over_client_limit(len(items)):
                 self.stats.busy_refusals += 1
-                raise BusyError(self._busy_message(len(items)),
-                                retry_after_s=self._retry_after_s(len(items)))
+                retry = self._retry_after_s(len(items))
+                raise BusyError(self._busy_message(len(items), retry),
+                                retry_after_s=retry)
             if queued is not None:
                 queued.extend(requests)
             (self._bulk if bulk else self._urgent).extend(requests)
@@ -1101,12 +1102,15 @@ class BatchingQueryEncoder:
         waiting = self._client_pending()
         return bool(waiting) and waiting + count > self.max_pending_texts
 
-    def _busy_message(self, count: int) -> str:
+    def _busy_message(self, count: int, retry_after_s: float) -> str:
+        """The refusal, with the wait its ``Retry-After`` says (it said "retry shortly" beside a
+        header of 23 s: the OpenAI-client review of the sixth session of 2026-12-06)."""
         pending = self._client_pending()
         waiting = f"{plural(pending, 'text')} {'is' if pending == 1 else 'are'}"
+        wait = max(1, round(retry_after_s))
         return (f"{waiting} already waiting to be encoded; the {count:,} of this request would "
                 f"pass the limit of {self.max_pending_texts:,} (FACET_MAX_PENDING_TEXTS); retry "
-                "shortly or send fewer texts per request")
+                f"in about {plural(wait, 'second')} or send fewer texts per request")
 
     def _retry_after_s(self, count: int) -> float:
         """About how long until a caller's ``count`` texts fit (under the lock): the share of the

@@ -87,8 +87,12 @@ def test_a_callers_request_over_the_limit_is_still_refused(encoder, gated) -> No
     queued = _full_queue(encoder, gated)
     with pytest.raises(BusyError, match=r"^8 texts are already waiting to be encoded; the 2 of "
                                         r"this request would pass the limit of 8 "
-                                        r"\(FACET_MAX_PENDING_TEXTS\); retry shortly"):
+                                        r"\(FACET_MAX_PENDING_TEXTS\); retry in about \d+ "
+                                        r"seconds?") as refused:
         encoder.submit(["c", "d"], embedder="gated")
+    # The wait it says is the one its Retry-After says (it said "retry shortly" beside 23 s).
+    said = int(str(refused.value).split("retry in about ")[1].split()[0])
+    assert said == max(1, round(refused.value.retry_after_s))
     with pytest.raises(BusyError, match="the 6 of this request would pass the limit of 8"):
         encoder.encode(DOCS[:6], embedder="gated")  # not bulk: a caller's (POST /v1/embeddings)
     assert encoder.stats.busy_refusals == 2
