@@ -290,11 +290,15 @@ LONG_RUN_TEXTS = 200
 _COUNTED = re.compile(r"^(?P<what>.*?)(?P<done>\d+)/(?P<total>\d+) texts$")
 
 
-def long_run_note(model: object, total: int, embedder: str, explainer: str | None) -> str | None:
+def long_run_note(model: object, total: int, embedder: str, explainer: str | None,
+                  searched: bool = False) -> str | None:
     """The heads-up before a clustering that may take long: ``total`` texts on the CPU, read by
     a language model (the embedder ``model``, unless it is minilm's kind, or any explainer); None
     otherwise, or where the model is not loaded here (the workers encode). No time is guessed
-    here: the bar says how much is left once the first batch is measured."""
+    here: the bar says how much is left once the first batch is measured. ``searched``: the
+    texts are a search's results (``--query``), fewer of which is ``--top-k N`` (``--limit N``
+    was advised there, and refused when followed: the README review of the sixth session of
+    2026-12-06)."""
     device = getattr(getattr(model, "device", None), "type", None)
     if model is None or device != "cpu" or total < LONG_RUN_TEXTS:
         return None
@@ -308,7 +312,7 @@ def long_run_note(model: object, total: int, embedder: str, explainer: str | Non
     quicker += ["--explain ''"] if explainer else []
     return (f"heads-up: {total:,} texts with {models} on the CPU can take a long time (the "
             f"time left shows after the first batch); for a quicker run: {' '.join(quicker)} "
-            "or --limit N. Ctrl-C stops it")
+            f"or {'--top-k' if searched else '--limit'} N. Ctrl-C stops it")
 
 
 def _time_left(seconds: float) -> str:
@@ -673,7 +677,8 @@ def register(cli: typer.Typer) -> None:
             # picks it; named in the heads-up of a long run.)
             spec = facet.cluster_embedder(request)
             bar = ClusterBar(lambda total: long_run_note(
-                facet.embedder_cache.peek(spec), total, spec, request.explainer))
+                facet.embedder_cache.peek(spec), total, spec, request.explainer,
+                searched=search is not None))
             try:
                 with _sigterm_stops():
                     result = facet.cluster(request, progress=bar.update)

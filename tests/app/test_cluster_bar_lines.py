@@ -44,3 +44,7 @@ def test_the_heads_up_gives_only_advice_not_followed(minilm, explainer, advice) 
         assert note is None
     else:
         assert note is not None and advice in note and "--embedder minilm" not in note, note
+        # A search's results (--query): fewer is --top-k N, which is taken there (--limit N,
+        # advised until the README review of the sixth session of 2026-12-06, was refused).
+        searched = cluster_cmd.long_run_note(minilm, 1000, "minilm", explainer, searched=True)
+        assert searched is not None and "or --top-k N." in searched and "--limit" not in searched
