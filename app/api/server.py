@@ -499,9 +499,28 @@ def _check_model(facet: Facet, name: str | None, field: str,
         from embedders.registry import embedder_names, plugin_failures, without_options
 
         failed = plugin_failures() if without_options(name) not in embedder_names() else ""
-        raise UnknownModelError(f"{field} {name!r} is not served here; available: "
-                                f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)"
-                                f"{options}{failed}", param=field)
+        listed = allowed
+        if field == "explainer":
+            # Only the served models that generate answers: every embedder was listed, and
+            # one picked from the list (minilm) was then refused as answering nothing (the
+            # cluster parity review of the sixth session of 2026-12-06; the CLI names these).
+            from embedders.registry import answers_questions
+
+            listed = [model for model in allowed if _answers(answers_questions, model)]
+        available = (f"available: {', '.join(listed)}" if listed else
+                     "none of the models it serves generates answers")
+        raise UnknownModelError(f"{field} {name!r} is not served here; {available} (the "
+                                f"server's FACET_API_MODELS sets the list){options}{failed}",
+                                param=field)
+
+
+def _answers(answers_questions: Callable[[str], bool | None], model: str) -> bool:
+    """Whether ``model`` (a served name, options or a checkpoint's path included) generates
+    answers, as the registry knows it without loading it; False where it cannot tell."""
+    try:
+        return bool(answers_questions(model))
+    except Exception:  # (a path it cannot read, a plugin that fails: not listed)
+        return False
 
 
 DISCONNECT_POLL_S = 0.5

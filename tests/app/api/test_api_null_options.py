@@ -62,3 +62,23 @@ def test_an_empty_explainer_is_none_as_the_cli_reads_it(client) -> None:
     assert got.status_code == 200, got.text
     assert got.json()["explainer"] is None
     assert got.json()["labels"] == client.post("/cluster", json=body).json()["labels"]
+
+
+def test_an_unknown_explainer_lists_only_the_served_models_that_answer(client) -> None:
+    """The cluster parity review of the sixth session of 2026-12-06: ``"explainer": "nosuch"``
+    listed every served embedder, and one picked from that list (minilm) was then refused as
+    generating no answers. It lists those that answer, as the CLI does."""
+    from embedders.registry import answers_questions
+
+    body = {"instruction": "topic", "texts": ["a card", "a refund", "a card again"], "k": 2}
+    got = client.post("/cluster", json={**body, "explainer": "nosuch"})
+    assert got.status_code == 404 and got.json()["error"]["param"] == "explainer", got.text
+    message = got.json()["error"]["message"]
+    served = client.get("/v1/models").json()["data"]
+    answering = [m["id"] for m in served if answers_questions(m["id"])]
+    assert "minilm" in [m["id"] for m in served] and answering, served  # (both kinds served)
+    listed = message.split("available: ")[1].split(" (the server's")[0].split(", ")
+    assert listed == answering, message
+    # The embedder field still lists every served model.
+    got = client.post("/cluster", json={**body, "embedder": "nosuch"})
+    assert "minilm" in got.json()["error"]["message"], got.text
