@@ -550,17 +550,20 @@ class FacetSettings(BaseSettings):
         from urllib.parse import urlsplit
 
         field = info.field_name or ""
-        # Celery takes a list of URLs separated by ";" (failover brokers, sentinels): each is
-        # read (a sentinel list's second "sentinel:" was read as the first one's port).
+        # Celery reads a list of URLs separated by ";" (failover brokers, sentinels), always:
+        # each is read (a sentinel list's second "sentinel:" was read as the first one's port),
+        # and a ";" in a password splits it there, as Celery would (it then failed with the
+        # password's start in its message: its verification).
         listed = value.split(";") if field != "qdrant_url" else [value]
-        if not all("://" in part for part in listed):
-            listed = [value]  # (a ";" in a password)
         for url in listed:
             scheme, sep, _ = url.partition("://")
             if field != "qdrant_url":
                 if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+                    semicolon = ("; a ';' separates the URLs of a list, so one in a password "
+                                 "must be written %3B" if len(listed) > 1 else "")
                     raise ValueError("not a URL (no scheme://): use redis://HOST:6379/0"
-                                     + (" (or amqp://...)" if field == "broker_url" else ""))
+                                     + (" (or amqp://...)" if field == "broker_url" else "")
+                                     + semicolon)
                 if field == "broker_url":
                     known = _broker_transports()
                     if known and scheme.lower().split("+")[0] not in known:  # (sqla+postgresql)
@@ -570,11 +573,12 @@ class FacetSettings(BaseSettings):
             try:
                 _ = urlsplit(url if sep else f"http://{url}").port  # (ValueError: unreadable)
             except ValueError:
+                semicolon = (", ';'" if field != "qdrant_url" else "")
                 raise ValueError(
                     "not a URL that can be read (its port is not a number from 0 to 65535): a "
-                    "password (or user name) holding '/', '@', ':', '?' or '#' must be "
-                    "percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, '#' as "
-                    "%23)") from None
+                    f"password (or user name) holding '/', '@', ':', '?'{semicolon} or '#' must "
+                    "be percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, "
+                    + ("';' as %3B, " if semicolon else "") + "'#' as %23)") from None
         return value
 
     @field_validator("database_url")

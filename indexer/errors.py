@@ -226,15 +226,28 @@ def mask_query(target: str) -> str:
     return f"{mask_secrets(path)}?{''.join(parts)}{hash_}{fragment}"
 
 
+def _port_read(url: str) -> bool:
+    """Whether ``url``'s port reads as a number (or it has none)."""
+    from urllib.parse import urlsplit
+
+    try:
+        _ = urlsplit(url).port
+    except ValueError:
+        return False
+    return True
+
+
 def masked_url(url: str) -> str:
     """``url`` as it may be shown: its password (any characters) and key-like query parameters
     as ``***``."""
     from urllib.parse import urlsplit
 
     listed = url.split(";")
-    if len(listed) > 1 and all("://" in part for part in listed):
+    if len(listed) > 1 and all("://" in part and _port_read(part) for part in listed):
         # Celery's failover and sentinel lists ("sentinel://:pw@h1:26379;sentinel://...")
-        # masked each (read whole, the first URL's host was cut out of the message).
+        # masked each (read whole, the first URL's host was cut out of the message). Not where
+        # a piece cannot be read: a ";" in a password ("redis://:pa;ss://x@h" was shown whole,
+        # each piece read as a URL with no password), which the whole URL's masking hides.
         return ";".join(masked_url(part) for part in listed)
     try:
         parts = urlsplit(url)
