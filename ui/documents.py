@@ -54,15 +54,19 @@ def _form(key: str) -> str:
     return f"accents written both ways: {marks}"
 
 
+def shown_twin(key: str, uploads: Path | None, twins: Set[str] = frozenset()) -> str:
+    """``shown_key``, with how it writes its accents where it is one of ``twins``."""
+    shown = shown_key(key, uploads)
+    return f"{shown} ({_form(key)})" if key in twins else shown
+
+
 def shown_document(doc: DocumentInfo | RemovedDocument, uploads: Path | None,
                    twins: Set[str] = frozenset()) -> str:
     """A document as the page names it: its key (``shown_key``), and for a record keyed by its
     id (a csv/jsonl file's) the file it was read from, as `facet documents` says "from SOURCE"
     (a bare id did not say which upload it came from). A key of ``twins`` says how it writes
     its accents (the i18n review of the fifth session of 2026-12-06: "résumé.txt" twice)."""
-    shown = shown_key(doc.key, uploads)
-    if doc.key in twins:
-        shown += f" ({_form(doc.key)})"
+    shown = shown_twin(doc.key, uploads, twins)
     if doc.source and doc.source != doc.key and not doc.key.startswith(doc.source):
         shown += f" (from {shown_key(doc.source, uploads)})"
     return shown
@@ -119,23 +123,30 @@ def listed(names: Sequence[str]) -> str:
     return ", ".join(names[:KEYS_NAMED]) + (f" and {more:,} more" if more > 0 else "")
 
 
-def gone_text(keys: Sequence[str], collection: str, uploads: Path | None, *, others: bool) -> str:
+def gone_text(keys: Sequence[str], collection: str, uploads: Path | None, *, others: bool,
+              twins: Set[str] = frozenset()) -> str:
     """What a removal says of ticked documents the collection no longer holds (removed by
-    another page or a job since the page was shown); ``others``: the rest were removed."""
+    another page or a job since the page was shown); ``others``: the rest were removed;
+    ``twins``: keys named with how they write their accents, as the page names them."""
     return (f"{plural(len(keys), 'ticked document', grouped=True)} "
-            f"({listed([shown_key(k, uploads) for k in keys])}) no longer in {printable(collection)}: "
+            f"({listed([shown_twin(k, uploads, twins) for k in keys])}) no longer in "
+            f"{printable(collection)}: "
             "removed meanwhile, from another page or by a job; "
             + ("the others were removed. " if others else "nothing else was removed. ")
             + "The list is refreshed.")
 
 
-def removed_text(report: RemoveReport, uploads: Path | None) -> str:
+def removed_text(report: RemoveReport, uploads: Path | None,
+                 twins: Set[str] = frozenset()) -> str:
     """The removal's toast: what went, which uploaded files were deleted with them, and which
-    come back with the next index of their folder (their file is still there)."""
+    come back with the next index of their folder (their file is still there); ``twins`` as
+    ``gone_text``'s (the UI review of the sixth session of 2026-12-06: "Removed 1 document:
+    résumé.txt" said nothing of which of the two went)."""
     said = (f"Removed {plural(report.docs_deleted, 'document', grouped=True)} "
             f"({plural(report.chunks_deleted, 'chunk', grouped=True)}) from "
             f"{printable(report.collection)}: "
-            f"{listed([shown_document(d, uploads) for d in report.removed])} (job {report.job_id}).")
+            f"{listed([shown_document(d, uploads, twins) for d in report.removed])} "
+            f"(job {report.job_id}).")
     deleted = report.upload_files_deleted()
     if deleted:
         said += (f" {plural(len(deleted), 'uploaded file')} deleted with "

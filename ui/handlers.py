@@ -1403,7 +1403,6 @@ class UiHandlers:
         return self._documents_page(collection, status, prefix, start + docs_view.DOCUMENTS_PAGE)
 
     @ui_errors
-    @ui_errors
     def remove_documents(self, collection: str | None, keys: list[str] | None,
                          confirm: str | None, status: str | None, prefix: str | None,
                          offset: float | None, request: gr.Request | None = None,
@@ -1426,6 +1425,10 @@ class UiHandlers:
         gone: list[str] = []
         resolved = [k for part in self.facet.removal_parts(name, chosen, skipped=gone) for k in part]
         uploads = self._uploads(name)
+        # The ticked keys named as the page named them: a twin (a key written in NFC, another in
+        # NFD) with how it writes its accents; the confirmation and the toasts said
+        # "résumé.txt" for either (the UI review of the sixth session of 2026-12-06).
+        twins = self._page_twins(name, status, prefix, offset)
 
         def refreshed() -> tuple[Any, ...]:
             collections, jobs = self.collections()
@@ -1436,10 +1439,11 @@ class UiHandlers:
             return collections, jobs, *page, ""
 
         if not resolved:
-            gr.Warning(render.esc(docs_view.gone_text(gone, name, uploads, others=False)),
+            gr.Warning(render.esc(docs_view.gone_text(gone, name, uploads, others=False,
+                                                      twins=twins)),
                        title="Already removed")
             return refreshed()
-        listed = docs_view.listed([docs_view.shown_key(k, uploads) for k in resolved])
+        listed = docs_view.listed([docs_view.shown_twin(k, uploads, twins) for k in resolved])
         what = f"{plural(len(resolved), 'document', grouped=True)} ({listed})"
         _confirmed(confirm, name, f"remove {what} from {name!r}", f"remove {what}", "removed")
         report = self.facet.remove_documents(name, resolved, missing_ok=True)
@@ -1447,9 +1451,18 @@ class UiHandlers:
                     report.job_id, report.docs_deleted, name, _who(request))
         gone += report.skipped_keys
         if report.removed:
-            gr.Info(render.esc(docs_view.removed_text(report, uploads)), title="Removed")
+            gr.Info(render.esc(docs_view.removed_text(report, uploads, twins)), title="Removed")
         if gone:
             gr.Warning(render.esc(docs_view.gone_text(gone, name, uploads,
-                                                      others=bool(report.removed))),
+                                                      others=bool(report.removed), twins=twins)),
                        title="Already removed")
         return refreshed()
+
+    def _page_twins(self, name: str, status: str | None, prefix: str | None,
+                    offset: float | None) -> frozenset[str]:
+        """The twins (``DocumentList.twins``) of the documents page the removal's boxes were
+        ticked on, read again."""
+        wanted = None if status in (None, "", docs_view.ALL_STATUSES) else status
+        page = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, inputs.page_offset(offset),
+                                    wanted, self._key_prefix(name, wanted, prefix))
+        return page.twins

@@ -350,3 +350,31 @@ def test_keys_that_differ_only_in_unicode_form_say_how_they_write_their_accents(
         assert labels[mixed[1]].endswith("(accents written both ways: /m/résume\\u0301.txt)")
     finally:
         facet.close()
+
+
+def test_a_removal_names_a_twin_as_the_page_does(setup, tmp_path) -> None:
+    """The UI review of the sixth session of 2026-12-06: with "résumé.txt" in NFC and in NFD
+    listed apart, ticking one asked "To remove 1 document (…/résumé.txt)" and said "Removed …
+    résumé.txt": either of the two. They say how it writes its accents, as its box does."""
+    import unicodedata
+
+    from ui import documents as view
+
+    facet, h = setup
+    folder = tmp_path / "twins"
+    folder.mkdir()
+    for form in ("NFC", "NFD"):
+        (folder / unicodedata.normalize(form, "résumé.txt")).write_text(f"The {form} copy of the CV.")
+    facet.index(folder, "tw")
+    *_, remove, _, _ = h.documents("tw", "all", "", 0)
+    boxes = dict(_choices(remove))
+    nfc = next(key for label, key in boxes.items() if label.endswith("(accents as single characters, NFC)"))
+    with pytest.raises(gr.Error, match=r"To remove 1 document \(.*résumé\.txt \(accents as single "
+                                       r"characters, NFC\)\) from 'tw'"):
+        h.remove_documents("tw", [nfc], "", "all", "", 0)
+    twins = facet.documents("tw").twins
+    report = facet.remove_documents("tw", [nfc])
+    assert "(accents as single characters, NFC)" in view.removed_text(report, None, twins)
+    assert "(accents as single characters, NFC)" in view.gone_text([nfc], "tw", None, others=False,
+                                                                   twins=twins)
+    assert [d.key for d in facet.documents("tw")] == [str(folder / unicodedata.normalize("NFD", "résumé.txt"))]
