@@ -1357,7 +1357,7 @@ class UiHandlers:
             return ([], render.notices_html(["Pick a collection to list its documents."]), 0,
                     gr.update(choices=[], value=[]), gr.update(interactive=False),
                     gr.update(interactive=False))
-        wanted = None if status in (None, "", docs_view.ALL_STATUSES) else status
+        wanted = _status_wanted(status)
         start = inputs.page_offset(offset)
         key_prefix = self._key_prefix(name, wanted, prefix)
         docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, start, wanted, key_prefix)
@@ -1462,7 +1462,12 @@ class UiHandlers:
                     offset: float | None) -> frozenset[str]:
         """The twins (``DocumentList.twins``) of the documents page the removal's boxes were
         ticked on, read again."""
-        wanted = None if status in (None, "", docs_view.ALL_STATUSES) else status
+        wanted = _status_wanted(status)
         page = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, inputs.page_offset(offset),
                                     wanted, self._key_prefix(name, wanted, prefix))
         return page.twins
+
+
+def _status_wanted(status: str | None) -> str | None:
+    """The documents view's status picked, as ``Facet.documents`` takes it (None: any)."""
+    return None if status in (None, "", docs_view.ALL_STATUSES) else status
