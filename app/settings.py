@@ -555,6 +555,11 @@ class FacetSettings(BaseSettings):
         # and a ";" in a password splits it there, as Celery would (it then failed with the
         # password's start in its message: its verification).
         listed = value.split(";") if field != "qdrant_url" else [value]
+        if field == "result_backend" and not all("://" in part for part in listed):
+            # A result backend's ";" may separate hosts alone (Celery's memcached:
+            # "cache+memcached://h1:11211;h2:11211/", refused by its final read): the URL is
+            # read up to the first, the other hosts are the backend's to read.
+            listed = listed[:1]
         for url in listed:
             scheme, sep, _ = url.partition("://")
             if field != "qdrant_url":
@@ -571,11 +576,15 @@ class FacetSettings(BaseSettings):
                                          "use redis://HOST:6379/0 (rediss:// with TLS) or "
                                          "amqp://...")
             try:
-                _ = urlsplit(url if sep else f"http://{url}").port  # (ValueError: unreadable)
+                parsed = urlsplit(url if sep else f"http://{url}")
+                _ = parsed.port  # (ValueError: unreadable)
+                if "@" in parsed.path:  # "redis://:p@ss/word@h": its host read as "ss"
+                    raise ValueError(parsed.path)
             except ValueError:
                 semicolon = (", ';'" if field != "qdrant_url" else "")
                 raise ValueError(
-                    "not a URL that can be read (its port is not a number from 0 to 65535): a "
+                    "not a URL that can be read (its port is not a number from 0 to 65535, or "
+                    "an '@' follows its host): a "
                     f"password (or user name) holding '/', '@', ':', '?'{semicolon} or '#' must "
                     "be percent-encoded ('/' as %2F, '@' as %40, ':' as %3A, '?' as %3F, "
                     + ("';' as %3B, " if semicolon else "") + "'#' as %23)") from None

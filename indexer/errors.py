@@ -243,11 +243,13 @@ def masked_url(url: str) -> str:
     from urllib.parse import urlsplit
 
     listed = url.split(";")
-    if len(listed) > 1 and all("://" in part and _port_read(part) for part in listed):
+    if len(listed) > 1 and all("://" in part and ("@" in part or _port_read(part))
+                               for part in listed):
         # Celery's failover and sentinel lists ("sentinel://:pw@h1:26379;sentinel://...")
         # masked each (read whole, the first URL's host was cut out of the message). Not where
-        # a piece cannot be read: a ";" in a password ("redis://:pa;ss://x@h" was shown whole,
-        # each piece read as a URL with no password), which the whole URL's masking hides.
+        # a piece holds no "@" and cannot be read: a ";" in a password ("redis://:pa;ss://x@h"
+        # was shown whole, each piece read as a URL with no password), which the whole URL's
+        # masking hides.
         return ";".join(masked_url(part) for part in listed)
     try:
         parts = urlsplit(url)
@@ -260,12 +262,17 @@ def masked_url(url: str) -> str:
         url = url.replace(f":{password}@", ":***@", 1)
     start = url.find("://") + 3
     at = url.rfind("@")
-    if not port_read and 3 <= start < at:
+    if 3 <= start < at:
+        slash = url.find("/", start)
+        authority = url[start:slash if slash != -1 else len(url)]
         # A password holding "/", "?" or "#" (not percent-encoded) ends the host there: its
-        # start read as the port, its rest and the host as the path ("redis://u:se/cret@h:1/0"
-        # was shown whole in "cannot reach the broker at ..."; the settings review of the sixth
-        # session of 2026-12-06). All from the first ":" of the user info to the last "@".
-        colon = url.find(":", start, at)
-        if colon != -1:  # (blanks too: "redis://:my pass/word@h" was shown whole)
-            url = f"{url[:colon]}:***{url[at:]}"
+        # start read as the port ("redis://u:se/cret@h:1/0" was shown whole in "cannot reach
+        # the broker at ..."), or, holding an "@" before it, as the host ("redis://:p@ss/word@h"
+        # showed "ss/word"; the settings review of the sixth session of 2026-12-06 and the
+        # final read). All from the first ":" of the user info to the last "@" is masked:
+        # more hidden where an "@" is the path's own, never less.
+        if not port_read or ("@" in authority and -1 < slash < at):
+            colon = url.find(":", start, at)
+            if colon != -1:  # (blanks too: "redis://:my pass/word@h" was shown whole)
+                url = f"{url[:colon]}:***{url[at:]}"
     return mask_secrets(url)

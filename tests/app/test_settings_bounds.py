@@ -275,6 +275,8 @@ def test_an_empty_api_allowed_roots_is_refused_not_read_as_any_path(monkeypatch,
     # Celery's error): refused at start, said how to write one (its second verification).
     ("broker_url", "redis://:abcret;cdcret@127.0.0.1:1/0", "';' as %3B"),
     ("result_backend", "redis://:pa;ss://xcret@127.0.0.1:1/0", "';' as %3B"),
+    # An "@" and a "/" in a password: its host read as "ss" (the final read).
+    ("broker_url", "redis://:p@ss/wordcret@h:6379/0", "an '@' follows its host"),
 ])
 def test_threads_and_service_urls_are_checked_when_settings_are_read(
         monkeypatch, tmp_path, name: str, value: str, said: str) -> None:
@@ -292,6 +294,7 @@ def test_threads_and_service_urls_are_checked_when_settings_are_read(
     ("broker_url", "rediss://h:6380/0"), ("broker_url", "amqp://guest:guest@h:5672//"),
     ("broker_url", "sqla+sqlite:///celery.db"), ("result_backend", "db+sqlite:///results.db"),
     ("broker_url", "sentinel://h1:26379;sentinel://h2:26379"),  # (Celery's lists: each read)
+    ("result_backend", "cache+memcached://10.0.0.1:11211;10.0.0.2:11211/"),  # (hosts: one URL)
     ("result_backend", "sentinel://:p@h1:26379/0;sentinel://:p@h2:26379/0"),
     ("qdrant_url", "qdrant:6333"),  # (no scheme: read as http://qdrant:6333, as before)
 ])
@@ -312,7 +315,10 @@ def test_a_password_holding_a_slash_is_masked_wherever_a_url_is_shown() -> None:
     assert masked_url("amqp://u:a?b#c@h:5672//") == "amqp://u:***@h:5672//"
     assert masked_url("redis://:x/y@h/0") == "redis://:***@h/0"
     assert masked_url("http://host:8080/a@b") == "http://host:8080/a@b"
-    assert masked_url("http://u:pw@h/x@y") == "http://u:***@h/x@y"
+    # Its final read: an "@" after the host may be a password's ("p@ss/word"), whose rest was
+    # shown as the host and path: masked to the last "@" (more hidden, never less).
+    assert masked_url("http://u:pw@h/x@y") == "http://u:***@y"
+    assert masked_url("redis://:p@ss/word@h:6379/0") == "redis://:***@h:6379/0"
     # Its verification: a blank in such a password kept it whole; a sentinel list lost a host.
     assert masked_url("redis://:my pass/word@h:6379/0") == "redis://:***@h:6379/0"
     assert masked_url("sentinel://:pw@h1:26379;sentinel://:pw@h2:26379") == (
