@@ -847,12 +847,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 d_table = gr.Dataframe(headers=docs_view.DOCUMENT_COLUMNS, label="Documents",
                                        interactive=False, wrap=True, elem_id="documents-table",
                                        column_widths=docs_view.DOCUMENT_COLUMN_WIDTHS)
-                # The page's offset (documents before it, in key order), for Previous and Next.
-                d_offset = gr.Number(value=0, precision=0, visible=False,
-                                     elem_id="documents-offset")
+                # Where the page on show stands (``PageCursor``: the key each page paged to
+                # starts after, the last key shown), for Previous, Next and Remove.
+                d_cursor = gr.State(docs_view.PageCursor())
                 # The prefix the shown page was listed with (Enter applies a typed one): Next,
                 # Previous and Remove page with it, not with text typed since and not applied
-                # (they listed another filter's page at the old offset).
+                # (they listed another filter's page from the old place).
                 d_applied = gr.State("")
                 with gr.Row():
                     d_previous = gr.Button("Previous", size="sm", interactive=False,
@@ -1049,7 +1049,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # then the page of the collection picked, status and prefix.
         d_query = [d_collection, d_status, d_prefix]
         d_shown = [d_collection, d_status, d_applied]  # what the page on show was listed with
-        d_outputs = [d_table, d_page, d_offset, d_remove, d_previous, d_next]
+        d_outputs = [d_table, d_page, d_cursor, d_remove, d_previous, d_next]
 
         def documents_first(collection: str | None, status: str | None,
                             prefix: str | None) -> tuple[Any, ...]:
@@ -1067,14 +1067,14 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             api_visibility="private",
                             show_progress="hidden", **light)
         documents_failed(first_event, "documents_first")
-        documents_event = d_next.click(h.documents_next, [*d_shown, d_offset], d_outputs,
+        documents_event = d_next.click(h.documents_next, [*d_shown, d_cursor], d_outputs,
                                        api_visibility="private", **light)
         paged_events = [documents_event]
         documents_failed(documents_event, "documents_next")
         documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-next",
                                                              "other": "documents-previous"},
                              api_name="lambda_focus_after_next", api_visibility="private", queue=False)
-        documents_event = d_previous.click(h.documents_previous, [*d_shown, d_offset], d_outputs,
+        documents_event = d_previous.click(h.documents_previous, [*d_shown, d_cursor], d_outputs,
                                            api_visibility="private", **light)
         paged_events.append(documents_event)
         documents_failed(documents_event, "documents_previous")
@@ -1085,7 +1085,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # "Remove selected": refused (no document ticked, a wrong confirmation, a job writing
         # the collection) said in `d_removal` and the toast, the tables left as they were.
         remove_event = d_remove_button.click(
-            h.remove_documents, [d_collection, d_remove, d_confirm, d_status, d_applied, d_offset],
+            h.remove_documents, [d_collection, d_remove, d_confirm, d_status, d_applied, d_cursor],
             [l_table, l_jobs, *d_outputs, d_confirm], api_name="remove_documents",
             show_progress="hidden", **light)
         remove_event.then(lambda: "", None, d_removal, api_visibility="private", queue=False)

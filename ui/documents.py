@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence, Set
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,38 @@ DOCUMENT_COLUMNS = ["document", "title", "status", "chunks", "updated"]
 DOCUMENT_COLUMN_WIDTHS = ["34%", "26%", "18%", "72px", "16%"]
 # Keys a removal's toast names before saying how many more.
 KEYS_NAMED = 5
+
+
+@dataclass(frozen=True)
+class PageCursor:
+    """Where the documents view stands, kept in the page's session (a ``gr.State``): ``starts``,
+    the key each page paged to with Next starts after (none on the first page; Previous drops
+    the last), and ``last``, the last key the page on show listed (Next pages after it). Pages
+    are keyset pages, as `facet documents` and the API's ``Link`` page: a document indexed or
+    removed by another process while one pages does not shift the later pages, as it shifted
+    the offset the view kept until the seventh session of 2026-12-06 (a document skipped or
+    shown twice)."""
+
+    starts: tuple[str, ...] = ()
+    last: str | None = None
+
+    @property
+    def after(self) -> str | None:
+        """The key the page on show starts after (None: the first page)."""
+        return self.starts[-1] if self.starts else None
+
+    def following(self) -> tuple[str, ...]:
+        """``starts`` of the page after this one."""
+        return (*self.starts, self.last) if self.last is not None else self.starts
+
+    def preceding(self) -> tuple[str, ...]:
+        """``starts`` of the page before this one."""
+        return self.starts[:-1]
+
+
+def page_cursor(value: object) -> PageCursor:
+    """The session's cursor; the first page's where there is none yet (a page just opened)."""
+    return value if isinstance(value, PageCursor) else PageCursor()
 
 
 def shown_key(key: str, uploads: Path | None) -> str:

@@ -1348,64 +1348,75 @@ class UiHandlers:
         return staged if self.facet.documents(name, 1, 0, status, staged) else typed
 
     def _documents_page(self, collection: str | None, status: str | None, prefix: str | None,
-                        offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
-        """A page of the picked collection's documents: the table's rows, the line over it, the
-        page's offset, the "remove" checkboxes (none ticked), Previous and Next (each enabled
-        where there is such a page)."""
+                        starts: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        """A page of the picked collection's documents, the one after the last of ``starts``
+        (``PageCursor``; the first page where there is none): the table's rows, the line over
+        it, the page's cursor, the "remove" checkboxes (none ticked), Previous and Next (each
+        enabled where there is such a page)."""
         name = (collection or "").strip()
         if not name:
-            return ([], render.notices_html(["Pick a collection to list its documents."]), 0,
-                    gr.update(choices=[], value=[]), gr.update(interactive=False),
-                    gr.update(interactive=False))
+            return ([], render.notices_html(["Pick a collection to list its documents."]),
+                    docs_view.PageCursor(), gr.update(choices=[], value=[]),
+                    gr.update(interactive=False), gr.update(interactive=False))
         wanted = _status_wanted(status)
-        start = inputs.page_offset(offset)
         key_prefix = self._key_prefix(name, wanted, prefix)
-        docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, start, wanted, key_prefix)
-        total = None
-        if not docs and start:  # past the end (its last ones removed): how many there are
+        after = starts[-1] if starts else None
+        docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, 0, wanted, key_prefix,
+                                    after=after)
+        start, total = 0, None
+        if after is not None:
+            # Which of how many (the line says "documents 21–40 of 57"): those before the
+            # page are the ones matching less those from it on.
             first = self.facet.documents(name, 1, 0, wanted, key_prefix)
             total = len(first) + first.not_shown
+            start = max(0, total - len(docs) - docs.not_shown)
+            total = max(total, start + len(docs) + docs.not_shown)  # a write between the two
         uploads = self._uploads(name)
         text = docs_view.page_text(name, len(docs), start, docs.not_shown, wanted,
                                    (prefix or "") if key_prefix else None, total)
+        cursor = docs_view.PageCursor(tuple(starts), docs[-1].key if docs else None)
         return (docs_view.document_rows(docs, uploads),
-                f'<div class="facet-info" dir="auto">{render.esc(text)}</div>', start,
+                f'<div class="facet-info" dir="auto">{render.esc(text)}</div>', cursor,
                 gr.update(choices=docs_view.removal_choices(docs, uploads), value=[]),
-                gr.update(interactive=start > 0), gr.update(interactive=docs.not_shown > 0))
+                gr.update(interactive=bool(starts)), gr.update(interactive=docs.not_shown > 0))
 
     @ui_errors
     def documents(self, collection: str | None, status: str | None, prefix: str | None,
-                  offset: float | None = 0) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+                  cursor: docs_view.PageCursor | None = None) -> tuple[Any, ...]:
         """Collections tab, the documents table: ``DOCUMENTS_PAGE`` of the picked collection's
-        documents after the first ``offset`` (key order), of ``status`` ("all": any) whose key,
-        or uploaded file's name, starts with ``prefix`` (``_key_prefix``)."""
-        return self._documents_page(collection, status, prefix, offset)
+        documents (key order) whose key sorts after ``cursor``'s start (``PageCursor``; None:
+        from the first), of ``status`` ("all": any) whose key, or uploaded file's name, starts
+        with ``prefix`` (``_key_prefix``). Returns the rows, the line over them, the page's
+        cursor, the "remove" checkboxes, Previous and Next."""
+        return self._documents_page(collection, status, prefix,
+                                    docs_view.page_cursor(cursor).starts)
 
     @ui_errors
     def documents_first(self, collection: str | None, status: str | None,
-                        prefix: str | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+                        prefix: str | None) -> tuple[Any, ...]:
         """The documents table's first page (a collection, status or prefix changed)."""
-        return self._documents_page(collection, status, prefix, 0)
+        return self._documents_page(collection, status, prefix)
 
     @ui_errors
     def documents_previous(self, collection: str | None, status: str | None, prefix: str | None,
-                           offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+                           cursor: docs_view.PageCursor | None) -> tuple[Any, ...]:
         """The documents table's page before the one shown."""
-        start = inputs.page_offset(offset)
         return self._documents_page(collection, status, prefix,
-                                    max(0, start - docs_view.DOCUMENTS_PAGE))
+                                    docs_view.page_cursor(cursor).preceding())
 
     @ui_errors
     def documents_next(self, collection: str | None, status: str | None, prefix: str | None,
-                       offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
-        """The documents table's page after the one shown."""
-        start = inputs.page_offset(offset)
-        return self._documents_page(collection, status, prefix, start + docs_view.DOCUMENTS_PAGE)
+                       cursor: docs_view.PageCursor | None) -> tuple[Any, ...]:
+        """The documents table's page after the one shown: those whose key sorts after its
+        last one's, so a document indexed or removed meanwhile skips or repeats none."""
+        return self._documents_page(collection, status, prefix,
+                                    docs_view.page_cursor(cursor).following())
 
     @ui_errors
     def remove_documents(self, collection: str | None, keys: list[str] | None,
                          confirm: str | None, status: str | None, prefix: str | None,
-                         offset: float | None, request: gr.Request | None = None,
+                         cursor: docs_view.PageCursor | None = None,
+                         request: gr.Request | None = None,
                          ) -> tuple[Any, ...]:
         """Collections tab, "Remove selected": the ticked documents removed from the picked
         collection once its name is typed again (``Facet.remove_documents``: their vectors,
@@ -1415,6 +1426,7 @@ class UiHandlers:
         where all are gone the list is refreshed with nothing asked. Returns the refreshed
         collections and jobs tables, the documents page, and an emptied confirmation box."""
         name = self._collection(collection)
+        starts = docs_view.page_cursor(cursor).starts
         chosen = [k for k in (keys or []) if isinstance(k, str) and k]
         if not chosen:
             raise InvalidRequestError("Tick the documents to remove first (the boxes under the "
@@ -1428,14 +1440,13 @@ class UiHandlers:
         # The ticked keys named as the page named them: a twin (a key written in NFC, another in
         # NFD) with how it writes its accents; the confirmation and the toasts said
         # "résumé.txt" for either (the UI review of the sixth session of 2026-12-06).
-        twins = self._page_twins(name, status, prefix, offset)
+        twins = self._page_twins(name, status, prefix, starts)
 
         def refreshed() -> tuple[Any, ...]:
             collections, jobs = self.collections()
-            page = self._documents_page(name, status, prefix, offset)
-            if not page[0] and page[2]:  # its last page emptied: the one before
-                page = self._documents_page(name, status, prefix,
-                                            max(0, page[2] - docs_view.DOCUMENTS_PAGE))
+            page = self._documents_page(name, status, prefix, starts)
+            if not page[0] and starts:  # its last page emptied: the one before
+                page = self._documents_page(name, status, prefix, starts[:-1])
             return collections, jobs, *page, ""
 
         if not resolved:
@@ -1459,12 +1470,13 @@ class UiHandlers:
         return refreshed()
 
     def _page_twins(self, name: str, status: str | None, prefix: str | None,
-                    offset: float | None) -> frozenset[str]:
+                    starts: tuple[str, ...]) -> frozenset[str]:
         """The twins (``DocumentList.twins``) of the documents page the removal's boxes were
         ticked on, read again."""
         wanted = _status_wanted(status)
-        page = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, inputs.page_offset(offset),
-                                    wanted, self._key_prefix(name, wanted, prefix))
+        page = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, 0, wanted,
+                                    self._key_prefix(name, wanted, prefix),
+                                    after=starts[-1] if starts else None)
         return page.twins
 
 

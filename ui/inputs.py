@@ -87,19 +87,8 @@ def whole_number(value: float | None, box: str, default: int) -> int:
     return int(value)
 
 
-# Past any count a box can mean (texts, clusters, a page's offset).
+# Past any count a box can mean (texts, clusters).
 LARGEST_BOX_NUMBER = 10**12
-
-
-def page_offset(value: float | None) -> int:
-    """A page's offset as the hidden offset box holds it: 0 where it is empty, negative, not a
-    number or past ``LARGEST_BOX_NUMBER`` (a NaN sent to the page's API ended in "Something
-    went wrong")."""
-    try:
-        start = float(value or 0)
-    except (TypeError, ValueError):
-        return 0
-    return int(start) if math.isfinite(start) and 0 <= start <= LARGEST_BOX_NUMBER else 0
 
 
 def require_text(text: str | None, what: str, example: str) -> str:

@@ -44,12 +44,12 @@ def _choices(update: dict[str, Any]) -> list[tuple[str, str]]:
 
 def test_a_page_of_uploads_names_each_by_its_file_name(setup) -> None:
     facet, h = setup
-    rows, line, offset, remove, previous, following = h.documents("uploaded", "all", "", 0)
+    rows, line, cursor, remove, previous, following = h.documents("uploaded", "all", "")
     assert [r[0] for r in rows] == UPLOADED
     assert all(r[2] == "indexed" and r[3] >= 1 for r in rows)
     data = str(facet.settings.data_dir)
     assert not any(data in str(cell) for r in rows for cell in r)  # no server path shown
-    assert "documents 1–3 of 3" in line and offset == 0
+    assert "documents 1–3 of 3" in line and cursor.starts == ()
     # The checkboxes show the names; their values are the keys the facade removes by.
     names, keys = zip(*_choices(remove), strict=True)
     assert list(names) == UPLOADED and all(k.startswith(data) for k in keys)
@@ -76,17 +76,17 @@ def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)
     # A record keyed by its id says the file it was read from (here a server folder's).
     notes = str(facet.settings.data_dir.parent / "notes.jsonl")
-    rows, line, offset, _, previous, following = h.documents_first("notes", "all", "")
+    rows, line, cursor, _, previous, following = h.documents_first("notes", "all", "")
     assert rows[0][0] == f"n0 (from {notes})"
     rows = [[r[0].removesuffix(f" (from {notes})"), *r[1:]] for r in rows]
     assert [r[0] for r in rows] == ["n0", "n1", "n2", "n3"]
     assert "documents 1–4 of 6" in line and "2 more not shown" in line
     assert previous["interactive"] is False and following["interactive"] is True
-    rows, line, offset, _, previous, following = h.documents_next("notes", "all", "", offset)
-    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and offset == 4
+    rows, line, cursor, _, previous, following = h.documents_next("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and cursor.starts == ("n3",)
     assert "documents 5–6 of 6" in line and "not shown" not in line
     assert previous["interactive"] is True and following["interactive"] is False
-    rows, *_ = h.documents_previous("notes", "all", "", offset)
+    rows, *_ = h.documents_previous("notes", "all", "", cursor)
     assert [r[0].split()[0] for r in rows] == ["n0", "n1", "n2", "n3"]
     rows, line, *_ = h.documents_first("notes", "error", "")
     assert rows == [] and "No error documents" in line
@@ -99,6 +99,44 @@ def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     # Shown as typed: a backslash was doubled (repr), "C:\\docs" for C:\docs.
     rows, line, *_ = h.documents_first("notes", "all", "C:\\docs")
     assert rows == [] and "starts with 'C:\\docs' in" in html.unescape(line), line
+
+
+def test_pages_keep_their_place_while_another_process_writes(setup, monkeypatch,
+                                                             tmp_path: Path) -> None:
+    """Next paged by offset: a document removed by another process (a job, the CLI) while one
+    paged made the next page skip one (n4 never shown), one indexed before the page's end made
+    it repeat one (n3 twice). It pages after the last key shown, as `facet documents` does."""
+    import json
+
+    from ui import documents
+
+    facet, h = setup
+    monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)
+    rows, line, cursor, *_ = h.documents_first("notes", "all", "")
+    assert [r[0].split()[0] for r in rows] == ["n0", "n1", "n2", "n3"]
+    facet.remove_documents("notes", ["n1"])  # meanwhile, from the CLI
+    rows, line, cursor, _, previous, following = h.documents_next("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"], rows
+    assert "documents 4–5 of 5" in line and "not shown" not in line
+    assert previous["interactive"] is True and following["interactive"] is False
+    rows, line, cursor, _, previous, _ = h.documents_previous("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n0", "n2", "n3", "n4"]
+    assert "documents 1–4 of 5" in line and previous["interactive"] is False
+    # One indexed before the page's last key: the next page does not show that key again.
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"id": "n10", "text": "A note added while paging."}) + "\n")
+    facet.index(extra, "notes")
+    rows, line, cursor, *_ = h.documents_next("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n5"] and "document 6 of 6" in line, line
+    # The page on show refreshed in place (a removal's refresh) keeps its start too.
+    rows, line, *_ = h.documents("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n5"]
+    # Its last document removed from the page: the page before it is shown.
+    *_, rows, line, cursor, _, previous, _, _ = h.remove_documents(
+        "notes", ["n5"], "notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n0", "n10", "n2", "n3"], rows
+    assert "documents 1–4 of 5" in line and previous["interactive"] is False
+    assert cursor.starts == ()
 
 
 def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup) -> None:
@@ -153,18 +191,18 @@ def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup)
 
 def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
     facet, h = setup
-    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    *_, remove, _, _ = h.documents("uploaded", "all", "")
     key = dict(_choices(remove))["beta-report.md"]
     with pytest.raises(gr.Error, match="Tick the documents"):
-        h.remove_documents("uploaded", [], "uploaded", "all", "", 0)
+        h.remove_documents("uploaded", [], "uploaded", "all", "")
     with pytest.raises(gr.Error, match=r"To remove 1 document \(beta-report.md\) from 'uploaded', "
                                        "type the collection's name"):
-        h.remove_documents("uploaded", [key], "", "all", "", 0)
+        h.remove_documents("uploaded", [key], "", "all", "")
     with pytest.raises(gr.Error, match="does not match"):
-        h.remove_documents("uploaded", [key], "upload", "all", "", 0)
+        h.remove_documents("uploaded", [key], "upload", "all", "")
     assert len(facet.documents("uploaded")) == 3  # nothing removed yet
     collections, jobs, rows, line, *_, confirm = h.remove_documents(
-        "uploaded", [key], " uploaded ", "all", "", 0)
+        "uploaded", [key], " uploaded ", "all", "")
     assert [r[0] for r in rows] == ["alpha-notes.txt", "gamma-log.txt"] and confirm == ""
     assert "documents 1–2 of 2" in line
     assert [d.key for d in facet.documents("uploaded")] == [
@@ -181,21 +219,21 @@ def test_ticked_documents_removed_meanwhile_are_skipped_and_said(setup) -> None:
     refused whole ("no document ...; keys are as `facet search` shows them"), its list kept the
     removed document, and the ticked one still there stayed."""
     facet, h = setup
-    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    *_, remove, _, _ = h.documents("uploaded", "all", "")
     keys = dict(_choices(remove))
     facet.remove_documents("uploaded", [keys["alpha-notes.txt"]])  # the other page's removal
     with pytest.warns(UserWarning, match=r"1 ticked document \(alpha-notes.txt\) no longer in "
                                          r"uploaded: removed meanwhile, from another page or by "
                                          r"a job; the others were removed"):
         collections, _, rows, line, *_, confirm = h.remove_documents(
-            "uploaded", [keys["alpha-notes.txt"], keys["beta-report.md"]], "uploaded", "all", "", 0)
+            "uploaded", [keys["alpha-notes.txt"], keys["beta-report.md"]], "uploaded", "all", "")
     assert [r[0] for r in rows] == ["gamma-log.txt"] and "document 1 of 1" in line
     assert next(r for r in collections if r[0] == "uploaded")[1] == 1 and confirm == ""
     assert [Path(d.key).name for d in facet.documents("uploaded")] == ["gamma-log.txt"]
     # All of them gone: nothing to confirm, the list refreshed, the confirmation not asked for.
     with pytest.warns(UserWarning, match="nothing else was removed. The list is refreshed."):
         *_, rows, line, _, _, _, _, confirm = h.remove_documents(
-            "uploaded", [keys["alpha-notes.txt"]], "", "all", "", 0)
+            "uploaded", [keys["alpha-notes.txt"]], "", "all", "")
     assert [r[0] for r in rows] == ["gamma-log.txt"] and confirm == ""
 
 
@@ -203,10 +241,10 @@ def test_removal_is_refused_while_a_job_writes_the_collection(setup) -> None:
     from app.services.indexing import _collection_lock
 
     facet, h = setup
-    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    *_, remove, _, _ = h.documents("uploaded", "all", "")
     key = dict(_choices(remove))["alpha-notes.txt"]
     with _collection_lock("uploaded"), pytest.raises(gr.Error) as refused:
-        h.remove_documents("uploaded", [key], "uploaded", "all", "", 0)
+        h.remove_documents("uploaded", [key], "uploaded", "all", "")
     assert refused.value.title == "Conflict"
     assert "is writing 'uploaded'" in str(refused.value.message)
     assert "nothing was removed" in str(refused.value.message)
@@ -366,12 +404,12 @@ def test_a_removal_names_a_twin_as_the_page_does(setup, tmp_path) -> None:
     for form in ("NFC", "NFD"):
         (folder / unicodedata.normalize(form, "résumé.txt")).write_text(f"The {form} copy of the CV.")
     facet.index(folder, "tw")
-    *_, remove, _, _ = h.documents("tw", "all", "", 0)
+    *_, remove, _, _ = h.documents("tw", "all", "")
     boxes = dict(_choices(remove))
     nfc = next(key for label, key in boxes.items() if label.endswith("(accents as single characters, NFC)"))
     with pytest.raises(gr.Error, match=r"To remove 1 document \(.*résumé\.txt \(accents as single "
                                        r"characters, NFC\)\) from 'tw'"):
-        h.remove_documents("tw", [nfc], "", "all", "", 0)
+        h.remove_documents("tw", [nfc], "", "all", "")
     twins = facet.documents("tw").twins
     report = facet.remove_documents("tw", [nfc])
     assert "(accents as single characters, NFC)" in view.removed_text(report, None, twins)

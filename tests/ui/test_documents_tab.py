@@ -263,3 +263,33 @@ def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> Non
     page.set_input_files("#index-files input[type=file]", [str(photo)])
     said = toast_text(page)
     assert "photo.png" in said and ".md" in said and ".pdf" in said
+
+
+def test_next_keeps_its_place_while_another_process_removes_a_document(
+        page, served, monkeypatch, tmp_path: Path) -> None:
+    """The page kept an offset in a hidden number box: a document removed by another process
+    (the CLI, a job) while one paged made Next skip one (p4 was never shown). The page's place
+    is kept in its session as the last key shown (``PageCursor``), as `facet documents`
+    pages."""
+    import json
+
+    from ui import documents
+
+    _, facet = served
+    monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)
+    source = tmp_path / "paged.jsonl"
+    source.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Paged note number {i}."})
+                              + "\n" for i in range(6)))
+    facet.index(source, "paged")
+    open_tab(page, "Search")
+    open_tab(page, "Collections")  # (the tab's select reads the lists again)
+    fill_picker(page, "#documents-collection", "paged")
+    _wait_text(page, "#documents-page", "paged: documents 1–4 of 6")
+    facet.remove_documents("paged", ["p1"])  # meanwhile, from the CLI
+    page.click("#documents-next")
+    _wait_text(page, "#documents-page", "paged: documents 4–5 of 5")
+    table = _text(page, "#documents-table")
+    assert "p4 (from" in table and "p5 (from" in table and "p0 (from" not in table, table
+    page.click("#documents-previous")
+    _wait_text(page, "#documents-page", "paged: documents 1–4 of 5")
+    assert "p4 (from" in _text(page, "#documents-table")

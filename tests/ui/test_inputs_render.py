@@ -563,14 +563,6 @@ def test_compare_headers_tell_apart_instructions_alike_in_their_first_words() ->
     assert header.count("w") < 100 and header.endswith("z</span>") and "…" in header
 
 
-def test_a_page_offset_that_is_no_count_is_the_first_page() -> None:
-    """A NaN offset sent to the documents page's API ended in "Something went wrong"."""
-    from ui.inputs import page_offset
-
-    assert [page_offset(v) for v in (None, 0, 40.0, float("nan"), float("inf"), -3, 1e300)] == [
-        0, 0, 40, 0, 0, 0, 0]
-
-
 def test_a_collection_left_empty_is_named_with_the_pages_delete() -> None:
     """The note on a collection a job made and left empty names `facet delete C` (DELETE
     /collections/C): a stopped job's message lost it whole (its backticks read as the resume
