@@ -922,6 +922,21 @@ class Facet:
         _expect(request, ClusterRequest, "request", "ClusterRequest(instruction, texts=[...])")
         return self.clustering.embedder_spec(request)
 
+    @_domain_errors
+    def check_cluster_collection(self, collection: str) -> None:
+        """What ``cluster`` checks first of a collection it clusters, read without a model: that
+        it exists and has vectors in the store in use (an edge refuses a wrong name before
+        waiting for a turn).
+
+        Raises:
+            InvalidRequestError: a name that is none (``param`` ``collection``).
+            NotFoundError: an unknown collection, or one with nothing written yet.
+            ConflictError: one indexed into another vector store, or held by another process.
+            UnavailableError: the Qdrant server out of reach.
+        """
+        check_str(collection, "collection")
+        self.clustering._check_collection(collection)
+
     def _let_workers_write(self, collections: Sequence[str]) -> None:
         """With jobs on the workers and an embedded store, let go of each collection a worker
         job waits for or writes: a read reopened its folder (held until the next job

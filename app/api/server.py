@@ -1114,8 +1114,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             _check_model(facet, body.search.embedder, "search.embedder", body.search.collection,
                          lexical=True)
         if body.collection is not None:
-            # (A private check of the service: the one its ``cluster`` runs first.)
-            facet.clustering._check_collection(body.collection)
+            # Through the facade, whose errors are the domain's: the service's own let a
+            # Qdrant server out of reach out as a 500 and a traceback (the logs review of the
+            # seventh session of 2026-12-06), where a search answered 503.
+            facet.check_cluster_collection(body.collection)
 
     def clustered(body: ClusterBody, facet: Facet, request: Request,
                   step: Callable[[float, str], None]) -> Response:

@@ -98,6 +98,9 @@ def test_the_api_answers_503_at_once(unreachable, tmp_path) -> None:
                 ("/jobs", {"source": str(tmp_path / "docs"), "collection": "srv"}),
                 ("/search", {"query": "cats", "collection": "olds"}),
                 ("/search", {"query": "cats", "collection": "srv"}),  # not a 404
+                # Its check before the wait for a turn called the service past the facade:
+                # 500 "internal error (StoreUnavailableError)" and a traceback in the log.
+                ("/cluster", {"instruction": "What is it about?", "collection": "olds"}),
             ):
                 t0 = time.monotonic()
                 response = client.post(path, json=body)
