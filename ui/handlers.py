@@ -189,6 +189,31 @@ def _who(request: gr.Request | None) -> str:
     return f"user {user!r} at {client}" if user else client
 
 
+def _log_refusal(handler: str, shown: gr.Error, error: Exception) -> None:
+    """One log line for an error a page was shown, as the API logs each error answer (an
+    operator saw nothing of the page's failures, a Qdrant server out of reach included: the
+    logs review of the seventh session of 2026-12-06): the handler, who sent it and the message
+    as shown, secrets masked; at WARNING where the server's side failed (data it cannot read,
+    a busy queue, a part out of reach), ERROR for a model's failure, else (a person's mistake:
+    an unknown collection, a box left empty) INFO."""
+    if isinstance(error, DataError | BusyError | UnavailableError):
+        level = logging.WARNING
+    elif isinstance(error, ModelError) or type(error) is FacetError:
+        level = logging.ERROR
+    else:
+        level = logging.INFO
+    if not logger.isEnabledFor(level):
+        return
+    from gradio.context import LocalContext
+
+    from indexer.errors import mask_secrets
+
+    said = mask_secrets(" ".join(html.unescape(str(shown.message)).split()))
+    kind = type(error).__name__ if isinstance(error, FacetError) else "refused by the page"
+    logger.log(level, "UI %s for %s failed (%s): %s", handler,
+               _who(LocalContext.request.get(None)), kind, said)
+
+
 def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
     """Show domain errors as ``gr.Error`` and hide everything else behind a generic message.
     The message is also kept for the page's result area (``last_failure``)."""
@@ -198,10 +223,12 @@ def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
         try:
             return handler(*args, **kwargs)
         except gr.Error as e:
+            _log_refusal(handler.__name__, e, e)
             _remember(handler.__name__, e)
             raise
         except FacetError as e:
             error = ui_error(e)
+            _log_refusal(handler.__name__, error, e)
             _remember(handler.__name__, error)
             raise error from e
         except Exception as e:
