@@ -847,9 +847,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 d_table = gr.Dataframe(headers=docs_view.DOCUMENT_COLUMNS, label="Documents",
                                        interactive=False, wrap=True, elem_id="documents-table",
                                        column_widths=docs_view.DOCUMENT_COLUMN_WIDTHS)
-                # Where the page on show stands (``PageCursor``: the key each page paged to
-                # starts after, the last key shown), for Previous, Next and Remove.
-                d_cursor = gr.State(docs_view.PageCursor())
+                # Where the page on show stands (``PageCursor``: the key it starts after, the
+                # last key it shows), for Previous, Next and Remove; kept by the page, so a
+                # server restart loses no place.
+                d_cursor = gr.JSON(value=docs_view.PageCursor().value(), visible=False,
+                                   elem_id="documents-cursor")
                 # The prefix the shown page was listed with (Enter applies a typed one): Next,
                 # Previous and Remove page with it, not with text typed since and not applied
                 # (they listed another filter's page from the old place).

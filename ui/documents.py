@@ -35,34 +35,37 @@ KEYS_NAMED = 5
 
 @dataclass(frozen=True)
 class PageCursor:
-    """Where the documents view stands, kept in the page's session (a ``gr.State``): ``starts``,
-    the key each page paged to with Next starts after (none on the first page; Previous drops
-    the last), and ``last``, the last key the page on show listed (Next pages after it). Pages
-    are keyset pages, as `facet documents` and the API's ``Link`` page: a document indexed or
-    removed by another process while one pages does not shift the later pages, as it shifted
-    the offset the view kept until the seventh session of 2026-12-06 (a document skipped or
-    shown twice)."""
+    """Where the documents view stands, kept by the page in a hidden box (so a server restart
+    loses no place): ``after``, the key the page on show starts after (None: the first page),
+    and ``last``, the last key it listed (Next pages after it; Previous lists those up to
+    ``after``). Pages are keyset pages, as `facet documents` and the API's ``Link`` page: a
+    document indexed or removed by another process while one pages does not shift the later
+    pages, as it shifted the offset the view kept until the seventh session of 2026-12-06 (a
+    document skipped or shown twice)."""
 
-    starts: tuple[str, ...] = ()
+    after: str | None = None
     last: str | None = None
 
-    @property
-    def after(self) -> str | None:
-        """The key the page on show starts after (None: the first page)."""
-        return self.starts[-1] if self.starts else None
+    def value(self) -> dict[str, str | None]:
+        """As the hidden box holds it."""
+        return {"after": self.after, "last": self.last}
 
-    def following(self) -> tuple[str, ...]:
-        """``starts`` of the page after this one."""
-        return (*self.starts, self.last) if self.last is not None else self.starts
 
-    def preceding(self) -> tuple[str, ...]:
-        """``starts`` of the page before this one."""
-        return self.starts[:-1]
+# A key the hidden box may hold: longer is no document's (and is not sent to the database).
+_CURSOR_KEY_MAX = 4096
 
 
 def page_cursor(value: object) -> PageCursor:
-    """The session's cursor; the first page's where there is none yet (a page just opened)."""
-    return value if isinstance(value, PageCursor) else PageCursor()
+    """The hidden box's cursor; the first page's where it holds none (a page just opened) or
+    not one (sent by a client of the page's API: each part a key or null)."""
+    if isinstance(value, PageCursor):
+        return value
+    if not isinstance(value, dict):
+        return PageCursor()
+    parts = [value.get("after"), value.get("last")]
+    if not all(p is None or (isinstance(p, str) and 0 < len(p) <= _CURSOR_KEY_MAX) for p in parts):
+        return PageCursor()
+    return PageCursor(*parts)
 
 
 def shown_key(key: str, uploads: Path | None) -> str:

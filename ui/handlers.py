@@ -1375,48 +1375,72 @@ class UiHandlers:
         return staged if self.facet.documents(name, 1, 0, status, staged) else typed
 
     def _documents_page(self, collection: str | None, status: str | None, prefix: str | None,
-                        starts: tuple[str, ...] = ()) -> tuple[Any, ...]:
-        """A page of the picked collection's documents, the one after the last of ``starts``
-        (``PageCursor``; the first page where there is none): the table's rows, the line over
-        it, the page's cursor, the "remove" checkboxes (none ticked), Previous and Next (each
-        enabled where there is such a page)."""
+                        after: str | None = None, *,
+                        before: str | None = None) -> tuple[Any, ...]:
+        """A page of the picked collection's documents: those whose key sorts after ``after``
+        (None: the first page), or with ``before`` (the key a page started after) the page that
+        ends at it (``_start_before``). Returns the table's rows, the line over it, the page's
+        cursor (``PageCursor.value``), the "remove" checkboxes (none ticked), Previous and Next
+        (each enabled where there is such a page)."""
         name = (collection or "").strip()
         if not name:
             return ([], render.notices_html(["Pick a collection to list its documents."]),
-                    docs_view.PageCursor(), gr.update(choices=[], value=[]),
+                    docs_view.PageCursor().value(), gr.update(choices=[], value=[]),
                     gr.update(interactive=False), gr.update(interactive=False))
         wanted = _status_wanted(status)
         key_prefix = self._key_prefix(name, wanted, prefix)
-        after = starts[-1] if starts else None
+        if before is not None:
+            after = self._start_before(name, wanted, key_prefix, before)
         docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, 0, wanted, key_prefix,
                                     after=after)
         start, total = 0, None
         if after is not None:
             # Which of how many (the line says "documents 21–40 of 57"): those before the
             # page are the ones matching less those from it on.
-            first = self.facet.documents(name, 1, 0, wanted, key_prefix)
-            total = len(first) + first.not_shown
+            total = self._matching(name, wanted, key_prefix)
             start = max(0, total - len(docs) - docs.not_shown)
             total = max(total, start + len(docs) + docs.not_shown)  # a write between the two
+            if not start:  # none sorts before it (removed meanwhile): the first page
+                after = None
         uploads = self._uploads(name)
         text = docs_view.page_text(name, len(docs), start, docs.not_shown, wanted,
                                    (prefix or "") if key_prefix else None, total)
-        cursor = docs_view.PageCursor(tuple(starts), docs[-1].key if docs else None)
+        cursor = docs_view.PageCursor(after, docs[-1].key if docs else None)
         return (docs_view.document_rows(docs, uploads),
-                f'<div class="facet-info" dir="auto">{render.esc(text)}</div>', cursor,
+                f'<div class="facet-info" dir="auto">{render.esc(text)}</div>', cursor.value(),
                 gr.update(choices=docs_view.removal_choices(docs, uploads), value=[]),
-                gr.update(interactive=bool(starts)), gr.update(interactive=docs.not_shown > 0))
+                gr.update(interactive=start > 0), gr.update(interactive=docs.not_shown > 0))
+
+    def _matching(self, name: str, status: str | None, key_prefix: str | None,
+                  after: str | None = None) -> int:
+        """How many of the collection's documents match (whose key sorts after ``after``)."""
+        one = self.facet.documents(name, 1, 0, status, key_prefix, after=after)
+        return len(one) + one.not_shown
+
+    def _start_before(self, name: str, status: str | None, key_prefix: str | None,
+                      before: str) -> str | None:
+        """The key the page ending at ``before`` starts after: the last ``DOCUMENTS_PAGE`` of
+        those sorting up to it, read by a count made now (so a document indexed or removed
+        since the page was shown skips or repeats none); None (the first page) where no more
+        than a page sorts up to it."""
+        upto = self._matching(name, status, key_prefix) - self._matching(name, status, key_prefix,
+                                                                         before)
+        offset = upto - docs_view.DOCUMENTS_PAGE
+        if offset <= 0:
+            return None
+        row = self.facet.documents(name, 1, offset - 1, status, key_prefix)
+        return row[0].key if row else None
 
     @ui_errors
     def documents(self, collection: str | None, status: str | None, prefix: str | None,
-                  cursor: docs_view.PageCursor | None = None) -> tuple[Any, ...]:
+                  cursor: object = None) -> tuple[Any, ...]:
         """Collections tab, the documents table: ``DOCUMENTS_PAGE`` of the picked collection's
-        documents (key order) whose key sorts after ``cursor``'s start (``PageCursor``; None:
-        from the first), of ``status`` ("all": any) whose key, or uploaded file's name, starts
-        with ``prefix`` (``_key_prefix``). Returns the rows, the line over them, the page's
-        cursor, the "remove" checkboxes, Previous and Next."""
+        documents (key order) whose key sorts after ``cursor``'s start (``PageCursor``, or its
+        value; None: from the first), of ``status`` ("all": any) whose key, or uploaded file's
+        name, starts with ``prefix`` (``_key_prefix``). Returns the rows, the line over them,
+        the page's cursor, the "remove" checkboxes, Previous and Next."""
         return self._documents_page(collection, status, prefix,
-                                    docs_view.page_cursor(cursor).starts)
+                                    docs_view.page_cursor(cursor).after)
 
     @ui_errors
     def documents_first(self, collection: str | None, status: str | None,
@@ -1426,24 +1450,25 @@ class UiHandlers:
 
     @ui_errors
     def documents_previous(self, collection: str | None, status: str | None, prefix: str | None,
-                           cursor: docs_view.PageCursor | None) -> tuple[Any, ...]:
-        """The documents table's page before the one shown."""
-        return self._documents_page(collection, status, prefix,
-                                    docs_view.page_cursor(cursor).preceding())
+                           cursor: object) -> tuple[Any, ...]:
+        """The documents table's page before the one shown: the last page's worth of those
+        sorting up to where it starts (the first page where no more are)."""
+        at = docs_view.page_cursor(cursor)
+        return self._documents_page(collection, status, prefix, before=at.after)
 
     @ui_errors
     def documents_next(self, collection: str | None, status: str | None, prefix: str | None,
-                       cursor: docs_view.PageCursor | None) -> tuple[Any, ...]:
+                       cursor: object) -> tuple[Any, ...]:
         """The documents table's page after the one shown: those whose key sorts after its
         last one's, so a document indexed or removed meanwhile skips or repeats none."""
+        at = docs_view.page_cursor(cursor)
         return self._documents_page(collection, status, prefix,
-                                    docs_view.page_cursor(cursor).following())
+                                    at.last if at.last is not None else at.after)
 
     @ui_errors
     def remove_documents(self, collection: str | None, keys: list[str] | None,
                          confirm: str | None, status: str | None, prefix: str | None,
-                         cursor: docs_view.PageCursor | None = None,
-                         request: gr.Request | None = None,
+                         cursor: object = None, request: gr.Request | None = None,
                          ) -> tuple[Any, ...]:
         """Collections tab, "Remove selected": the ticked documents removed from the picked
         collection once its name is typed again (``Facet.remove_documents``: their vectors,
@@ -1453,7 +1478,7 @@ class UiHandlers:
         where all are gone the list is refreshed with nothing asked. Returns the refreshed
         collections and jobs tables, the documents page, and an emptied confirmation box."""
         name = self._collection(collection)
-        starts = docs_view.page_cursor(cursor).starts
+        after = docs_view.page_cursor(cursor).after
         chosen = [k for k in (keys or []) if isinstance(k, str) and k]
         if not chosen:
             raise InvalidRequestError("Tick the documents to remove first (the boxes under the "
@@ -1467,13 +1492,13 @@ class UiHandlers:
         # The ticked keys named as the page named them: a twin (a key written in NFC, another in
         # NFD) with how it writes its accents; the confirmation and the toasts said
         # "résumé.txt" for either (the UI review of the sixth session of 2026-12-06).
-        twins = self._page_twins(name, status, prefix, starts)
+        twins = self._page_twins(name, status, prefix, after)
 
         def refreshed() -> tuple[Any, ...]:
             collections, jobs = self.collections()
-            page = self._documents_page(name, status, prefix, starts)
-            if not page[0] and starts:  # its last page emptied: the one before
-                page = self._documents_page(name, status, prefix, starts[:-1])
+            page = self._documents_page(name, status, prefix, after)
+            if not page[0] and after is not None:  # its last page emptied: the one before
+                page = self._documents_page(name, status, prefix, before=after)
             return collections, jobs, *page, ""
 
         if not resolved:
@@ -1497,13 +1522,12 @@ class UiHandlers:
         return refreshed()
 
     def _page_twins(self, name: str, status: str | None, prefix: str | None,
-                    starts: tuple[str, ...]) -> frozenset[str]:
+                    after: str | None) -> frozenset[str]:
         """The twins (``DocumentList.twins``) of the documents page the removal's boxes were
         ticked on, read again."""
         wanted = _status_wanted(status)
         page = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, 0, wanted,
-                                    self._key_prefix(name, wanted, prefix),
-                                    after=starts[-1] if starts else None)
+                                    self._key_prefix(name, wanted, prefix), after=after)
         return page.twins
 
 

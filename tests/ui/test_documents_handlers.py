@@ -42,6 +42,11 @@ def _choices(update: dict[str, Any]) -> list[tuple[str, str]]:
     return [tuple(c) for c in update["choices"]]  # type: ignore[misc]
 
 
+def keys_last(remove: dict[str, Any]) -> str:
+    """The last key a page's "remove" boxes offer."""
+    return _choices(remove)[-1][1]
+
+
 def test_a_page_of_uploads_names_each_by_its_file_name(setup) -> None:
     facet, h = setup
     rows, line, cursor, remove, previous, following = h.documents("uploaded", "all", "")
@@ -49,7 +54,7 @@ def test_a_page_of_uploads_names_each_by_its_file_name(setup) -> None:
     assert all(r[2] == "indexed" and r[3] >= 1 for r in rows)
     data = str(facet.settings.data_dir)
     assert not any(data in str(cell) for r in rows for cell in r)  # no server path shown
-    assert "documents 1–3 of 3" in line and cursor.starts == ()
+    assert "documents 1–3 of 3" in line and cursor == {"after": None, "last": keys_last(remove)}
     # The checkboxes show the names; their values are the keys the facade removes by.
     names, keys = zip(*_choices(remove), strict=True)
     assert list(names) == UPLOADED and all(k.startswith(data) for k in keys)
@@ -83,7 +88,8 @@ def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     assert "documents 1–4 of 6" in line and "2 more not shown" in line
     assert previous["interactive"] is False and following["interactive"] is True
     rows, line, cursor, _, previous, following = h.documents_next("notes", "all", "", cursor)
-    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and cursor.starts == ("n3",)
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"]
+    assert cursor == {"after": "n3", "last": "n5"}
     assert "documents 5–6 of 6" in line and "not shown" not in line
     assert previous["interactive"] is True and following["interactive"] is False
     rows, *_ = h.documents_previous("notes", "all", "", cursor)
@@ -131,12 +137,48 @@ def test_pages_keep_their_place_while_another_process_writes(setup, monkeypatch,
     # The page on show refreshed in place (a removal's refresh) keeps its start too.
     rows, line, *_ = h.documents("notes", "all", "", cursor)
     assert [r[0].split()[0] for r in rows] == ["n5"]
-    # Its last document removed from the page: the page before it is shown.
+    # Its last document removed from the page: the page that ends where it started is shown.
     *_, rows, line, cursor, _, previous, _, _ = h.remove_documents(
         "notes", ["n5"], "notes", "all", "", cursor)
-    assert [r[0].split()[0] for r in rows] == ["n0", "n10", "n2", "n3"], rows
+    assert [r[0].split()[0] for r in rows] == ["n10", "n2", "n3", "n4"], rows
+    assert "documents 2–5 of 5" in line and previous["interactive"] is True
+    assert cursor == {"after": "n0", "last": "n4"}
+    rows, line, cursor, _, previous, _ = h.documents_previous("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n0", "n10", "n2", "n3"]
     assert "documents 1–4 of 5" in line and previous["interactive"] is False
-    assert cursor.starts == ()
+
+
+def test_previous_reads_where_the_page_starts_now(setup, monkeypatch) -> None:
+    """The view kept the keys it had paged through in the server's session: the first page's
+    documents removed by another process, Previous stayed enabled on what was now the first
+    page and showed it again; a server restart (or the session dropped) sent Next and Previous
+    to the first page. The page keeps its place (a key, the last key shown) in a hidden box,
+    and Previous counts what sorts before the page when pressed."""
+    from ui import documents
+    from ui.handlers import UiHandlers
+
+    facet, h = setup
+    monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 2)
+    *_, cursor, _, _, _ = h.documents_first("notes", "all", "")
+    *_, cursor, _, _, _ = h.documents_next("notes", "all", "", cursor)
+    rows, line, cursor, _, previous, _ = h.documents_next("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and "documents 5–6 of 6" in line
+    assert cursor == {"after": "n3", "last": "n5"} and previous["interactive"] is True
+    # Another server process (as after a restart) pages from the box's value alone.
+    again = UiHandlers(facet, facet.settings)
+    rows, *_ = again.documents_previous("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n2", "n3"]
+    facet.remove_documents("notes", ["n2"])  # meanwhile, from the CLI
+    rows, line, *_ = again.documents_previous("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n1", "n3"] and "documents 2–3 of 5" in line
+    facet.remove_documents("notes", ["n0", "n1", "n3"])  # all that sorted before the page
+    rows, line, cursor, _, previous, _ = again.documents("notes", "all", "", cursor)
+    assert [r[0].split()[0] for r in rows] == ["n4", "n5"] and "documents 1–2 of 2" in line
+    assert previous["interactive"] is False and cursor["after"] is None
+    # A value no page made (the page's API) is the first page.
+    for forged in ("n3", {"after": 7}, {"after": "x" * 5000}, ["n3"]):
+        rows, *_ = again.documents_next("notes", "all", "", forged)
+        assert [r[0].split()[0] for r in rows] == ["n4", "n5"], forged
 
 
 def test_an_uploaded_csvs_records_are_named_with_it_and_found_by_its_name(setup) -> None:
