@@ -619,6 +619,7 @@ class PromptTokenizer:
         # ``text_quotes=drop``), asked at each call so an option set after loading holds.
         self.text_reading = text_reading
         self._fixed: dict[str, list[int]] = {}
+        self._fixed_chars = 0  # the cached parts' characters
         self._char_bound: int | None = None
 
     @property
@@ -636,15 +637,25 @@ class PromptTokenizer:
         return self._char_bound
 
     # Prompt parts are cached; training with one instruction per example (SQuAD questions)
-    # would grow the cache without end, so it is emptied past this many entries.
+    # would grow the cache without end, so it is emptied past this many entries, or this many
+    # characters of them: a server searching under a new 190 KB instruction each time (one long
+    # word is one token: accepted) grew 350 KB a request up to 4,096 of them, 0.8 GB (the leak
+    # review of the seventh session of 2026-12-06).
     _FIXED_CACHE_SIZE = 4096
+    _FIXED_CACHE_CHARS = 1 << 20
 
     def _fixed_ids(self, text: str) -> list[int]:
-        if text not in self._fixed:
-            if len(self._fixed) >= self._FIXED_CACHE_SIZE:
-                self._fixed.clear()
-            self._fixed[text] = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
-        return self._fixed[text]
+        ids = self._fixed.get(text)
+        if ids is None:
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+            if len(text) <= self._FIXED_CACHE_CHARS:
+                if len(self._fixed) >= self._FIXED_CACHE_SIZE or \
+                        self._fixed_chars + len(text) > self._FIXED_CACHE_CHARS:
+                    self._fixed.clear()
+                    self._fixed_chars = 0
+                self._fixed[text] = ids
+                self._fixed_chars += len(text)
+        return ids
 
     def each(self, texts: Sequence[str], role: Role, instructions: Sequence[str | None]) -> PromptTokens:
         """Like calling the tokenizer, but text i is read under ``instructions[i]`` (training

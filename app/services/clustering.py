@@ -964,7 +964,11 @@ class ClusterService:
         model = embedders.peek(spec)
         if model is None:
             return None
-        return (spec, embedders.identity(model), Role.DOCUMENT.value, instruction, step, digest)
+        # The instruction as a digest: held whole, a key of a 190 KB instruction weighed 40 times
+        # its 9 texts' vectors, and the cache bounds the vectors' bytes alone (the leak review
+        # of the seventh session of 2026-12-06: 337 KB more a request, without bound).
+        return (spec, embedders.identity(model), Role.DOCUMENT.value,
+                _texts_digest([instruction]), step, digest)
 
     def validate(self, request: ClusterRequest) -> None:
         """Check a request without running it (the API and the workers refuse one early so).

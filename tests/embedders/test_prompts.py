@@ -255,3 +255,20 @@ def test_a_slice_ending_in_a_word_after_a_cjk_character_reads_as_the_whole_text_
     start, end = out.text_spans[0]
     whole = tok.tokenizer(text, add_special_tokens=False)["input_ids"][: end - start]
     assert list(out.sequences[0][start:end]) == list(whole)
+
+
+def test_the_prompt_parts_cache_is_bounded_by_characters_too(minilm):
+    """Prompt parts were cached up to 4,096 of them, whatever their size: a server searching
+    under a new 190 KB instruction each time (one long word is one unknown token to minilm:
+    accepted) held 350 KB more a request, up to 0.8 GB (the leak review of the seventh session
+    of 2026-12-06)."""
+    pt = PromptTokenizer(minilm.backbone.tokenizer, minilm.prompts, 256)
+    reference = pt(["a cat"], Role.QUERY, "w" * 150_000 + "0")
+    for i in range(20):
+        out = pt(["a cat"], Role.QUERY, "w" * 150_000 + str(i % 10))
+        held = sum(len(part) for part in pt._fixed)
+        assert held <= 1 << 20, (i, held)  # a megabyte of characters at most
+    # What the cache gives is what tokenising gives.
+    assert pt(["a cat"], Role.QUERY, "w" * 150_000 + "0").sequences == reference.sequences
+    assert out.sequences == reference.sequences  # (one unknown token, whichever the word)
+    assert pt(["a dog"], Role.QUERY, "w" * 150_000 + "0").sequences != reference.sequences

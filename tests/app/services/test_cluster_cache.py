@@ -94,3 +94,20 @@ def test_the_cache_is_bounded(facet) -> None:
     for _ in range(2):
         facet.cluster(ClusterRequest("Which product?", texts=TEXTS, k=3))
     assert _encoded(facet) == 5 * len(TEXTS)
+
+
+def test_a_long_instruction_is_kept_as_a_digest(facet) -> None:
+    """The cache bounded its vectors' bytes, not its keys', which held the instruction whole:
+    a server clustering 3 texts under each new 190 KB instruction (one long word is one
+    unknown token: accepted) grew 337 KB a request, past any bound (the leak review of the
+    seventh session of 2026-12-06). The keys hold a digest of it."""
+    long = "What " + "x" * 150_000 + "?"
+    facet.cluster(ClusterRequest(long, texts=TEXTS, k=3))
+    again = facet.cluster(ClusterRequest(long, texts=TEXTS, k=2))
+    assert again.encode_reused and _encoded(facet) == len(TEXTS)
+    other = facet.cluster(ClusterRequest(long[:-1] + "!", texts=TEXTS, k=2))
+    assert not other.encode_reused and _encoded(facet) == 2 * len(TEXTS)
+    service = facet.clustering
+    for keys in (list(service.embeddings._entries), list(service._unread)):
+        assert len(keys) == 2
+        assert all(len(repr(key)) < 600 for key in keys), [len(repr(k)) for k in keys]
