@@ -214,6 +214,44 @@ def _log_refusal(handler: str, shown: gr.Error, error: Exception) -> None:
                _who(LocalContext.request.get(None)), kind, said)
 
 
+# The UI's own export folders: ``facet-ui-PID-...`` in the temp directory. An export older than
+# EXPORT_KEPT_S is removed as the next is written (``UiHandlers._export_folder``).
+EXPORT_PREFIX = "facet-ui-"
+EXPORT_KEPT_S = 600.0
+
+
+def _remove_dead_exports(tmp: Path) -> None:
+    """Remove the export folders of UI processes no longer running (stopped by a signal: their
+    exit hooks never ran, and each left its folder and every CSV in it), untouched for
+    ``EXPORT_KEPT_S`` and holding exports alone. A running server's folder, taken for a dead one
+    (another PID namespace sharing the temp directory), loses only exports Gradio copied long
+    ago: the next export makes the folder again."""
+    for folder in tmp.glob(f"{EXPORT_PREFIX}*-*"):
+        pid = folder.name[len(EXPORT_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue  # another user's (running), or no such number
+        try:
+            if folder.is_symlink() or not folder.is_dir() or \
+                    time.time() - folder.stat().st_mtime <= EXPORT_KEPT_S:
+                continue
+            entries = list(folder.iterdir())
+            # Exports alone: a folder of someone else's so named (a data folder) is left be.
+            if all(e.name.startswith("clusters-") and e.suffix == ".csv" and e.is_file()
+                   and not e.is_symlink() for e in entries):
+                for entry in entries:
+                    entry.unlink()
+                folder.rmdir()
+        except OSError:
+            continue
+
+
 def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
     """Show domain errors as ``gr.Error`` and hide everything else behind a generic message.
     The message is also kept for the page's result area (``last_failure``)."""
@@ -337,12 +375,31 @@ class UiHandlers:
     @property
     def export_dir(self) -> Path:
         """Where CSV exports go: the given folder, else a temp folder made on first use and
-        removed when these handlers go (``close``, garbage collection, the process's exit)."""
+        removed when these handlers go (``close``, garbage collection, the process's exit);
+        named with the process's id, so that one left by a server stopped by a signal (whose
+        exit hooks never ran) is removed by the next (``_remove_dead_exports``)."""
         if self._export_dir is None:
-            folder = Path(tempfile.mkdtemp(prefix="facet-ui-"))
+            _remove_dead_exports(Path(tempfile.gettempdir()))
+            folder = Path(tempfile.mkdtemp(prefix=f"{EXPORT_PREFIX}{os.getpid()}-"))
             self._own_export = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
             self._export_dir = folder
         return self._export_dir
+
+    def _export_folder(self) -> Path:
+        """``export_dir``, its own exports older than ``EXPORT_KEPT_S`` removed first (a folder
+        given to the handlers is the caller's: left as it is). Gradio serves its own copy of
+        each, made as the event's answer is; a long-running server kept every one (60
+        clusterings, 60 files: the leak review of the seventh session of 2026-12-06)."""
+        folder = self.export_dir
+        if self._own_export is not None:
+            now = time.time()
+            for old in folder.glob("clusters-*.csv"):
+                try:
+                    if now - old.stat().st_mtime > EXPORT_KEPT_S:
+                        old.unlink()
+                except OSError:  # gone meanwhile (another thread's pruning)
+                    pass
+        return folder
 
     def close(self) -> None:
         """Remove the temp export folder these handlers made (none given, none made: nothing);
@@ -871,7 +928,7 @@ class UiHandlers:
                                          source=source_html)
         figure = render.cluster_figure(response, title=f"{len(response.texts):,} texts, "
                                        f"k={response.k}: {render.isolated(clean[:80])}")
-        csv_path = render.write_cluster_csv(response, self.export_dir, labels)
+        csv_path = render.write_cluster_csv(response, self._export_folder(), labels)
         logger.info("clustered %d texts into %d in %.1fs", len(response.texts), response.k, wall)
         return summary, figure, render.cluster_rows(response), str(csv_path)
 
