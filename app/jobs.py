@@ -133,24 +133,21 @@ def run_logged(run: RunJob, job: PreparedJob) -> object:
     """``run(job)`` between a "started" and an outcome line: a server running jobs in its own
     thread (or a detached ``facet run-job``) logged nothing of them, unlike a worker. A failure
     raises and is logged by the caller (``_log_failure``)."""
-    from app.services.indexing import IndexReport, failed_documents_message
+    from app.services.indexing import IndexReport, job_end_line
 
     logger.info("job %d started (%s, %s, embedder %s)", job.job_id, job.collection, job.source,
                 job.embedder)
     report = run(job)
     if isinstance(report, IndexReport):
-        # Documents failed (all of them, or some): a WARNING with the job's message, not an
-        # INFO completion like any other ("3 seen, 0 indexed, ... 3 failed" said nothing more).
-        failed = report.docs_failed > 0
-        message = (failed_documents_message(report.docs_failed, report.docs_seen,
-                                            report.docs_indexed, report.docs_deleted)
-                   if failed else None)
-        logger.log(logging.WARNING if failed else logging.INFO,
-                   "job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
-                   "%s in %.1fs%s", report.job_id, report.state, report.docs_seen,
-                   report.docs_indexed, report.docs_skipped, report.docs_failed,
-                   report.docs_deleted, plural(report.chunks_written, "chunk"), report.elapsed_s,
-                   f": {message}" if message else "")
+        # Documents failed (all of them, or some): a WARNING with the job's message and the
+        # first of them, not an INFO completion like any other ("3 seen, 0 indexed, ... 3
+        # failed" said nothing more).
+        level, line = job_end_line(
+            report.job_id, report.state, report.collection,
+            (report.docs_seen, report.docs_indexed, report.docs_skipped, report.docs_failed,
+             report.docs_deleted), [key for key, _ in report.errors],
+            f", {plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s")
+        logger.log(level, "%s", line)
     return report
 
 

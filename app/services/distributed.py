@@ -64,6 +64,7 @@ from app.services import leases
 from app.services.context import ServiceContext
 from app.services.indexing import (
     CANCEL_TOO_LATE,
+    FAILED_LOGGED,
     OPTIMIZE_STEP,
     IndexOptions,
     IndexReport,
@@ -76,6 +77,7 @@ from app.services.indexing import (
     companion_key,
     confined,
     failed_documents_message,
+    job_end_line,
     left_empty,
     left_empty_note,
     moved_message,
@@ -1064,7 +1066,15 @@ class ChunkedIndexService:
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
         if done.rowcount == 1:  # type: ignore[attr-defined]
-            logger.info("job %d %s", job_id, state)
+            # As the in-process runner logs it (this said "job 1 completed" and no more, its
+            # failed documents and collection unsaid).
+            keys = session.scalars(select(md.JobError.document_key).where(
+                md.JobError.job_id == job_id, md.JobError.kind == "error").order_by(
+                md.JobError.id).limit(FAILED_LOGGED)).all() if job.docs_failed else []
+            level, line = job_end_line(job_id, state, coll.name, (
+                job.docs_seen, job.docs_indexed, job.docs_skipped, job.docs_failed,
+                job.docs_deleted), list(keys))
+            logger.log(level, "%s", line)
             return True
         return False
 

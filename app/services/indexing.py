@@ -94,7 +94,7 @@ from app.services.search import (
     plain_number,
     with_recorded_options,
 )
-from app.text import plural, shell_word
+from app.text import plural, printable, shell_word
 from app.uploads import upload_folder_path
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
@@ -938,6 +938,32 @@ def failed_documents_message(failed: int, seen: int, indexed: int, deleted: int 
     if not failed:
         return None
     return f"{failed} of {seen} documents failed, {indexed} indexed: see the job's errors"
+
+
+# Failed documents a job's end line names before saying how many more.
+FAILED_LOGGED = 5
+
+
+def job_end_line(job_id: int, state: str, collection: str, counts: Sequence[int],
+                 failed_keys: Sequence[str], done: str = "") -> tuple[int, str]:
+    """The log line of a job's end, and its level (WARNING where documents failed), the same
+    from the in-process runner and the workers: the collection, the counts (``counts``: seen,
+    indexed, unchanged, failed, deleted), ``done`` (", 12 chunks in 3.1s"), the job's message
+    where documents failed, and the first ``FAILED_LOGGED`` of them (``failed_keys``, as
+    printable text). A worker's said "job 1 completed" and no more, and neither named a failed
+    file: an operator read them with `facet jobs N` (the logs review of the seventh session of
+    2026-12-06)."""
+    seen, indexed, unchanged, failed, deleted = counts
+    line = (f"job {job_id} {state} (collection {collection!r}): {seen} seen, "
+            f"{indexed} indexed, {unchanged} unchanged, {failed} failed, {deleted} deleted{done}")
+    if not failed:
+        return logging.INFO, line
+    message = failed_documents_message(failed, seen, indexed, deleted)
+    named = ", ".join(printable(k) for k in failed_keys[:FAILED_LOGGED])
+    more = failed - min(len(failed_keys), FAILED_LOGGED)
+    if named:
+        named = f"; failed: {named}" + (f" and {more:,} more" if more > 0 else "")
+    return logging.WARNING, f"{line}: {message}{named}"
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,8 @@ def test_a_job_whose_documents_failed_is_logged_as_a_warning_with_its_message(tm
     assert records[0].getMessage() == f"job {job.id} started (notes, {src}, embedder minilm)"
     end = records[1]
     assert end.levelno == logging.WARNING, end.getMessage()
-    assert end.getMessage().endswith(": 3 of 3 documents failed, 0 indexed: see the job's errors")
+    assert end.getMessage().endswith(": 3 of 3 documents failed, 0 indexed: see the job's errors; "
+                                     f"failed: {src / 'b0.txt'}, {src / 'b1.txt'}, {src / 'b2.txt'}")
     listed = invoke_cli("jobs", "-c", "notes", env={"FACET_DATA_DIR": str(tmp_path / "data")})
     line = listed.stdout.splitlines()[0]
     # (then the note on the collection made for it and left empty, cut to the line's width)

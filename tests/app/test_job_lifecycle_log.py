@@ -38,7 +38,7 @@ def test_a_server_job_logs_its_start_and_its_outcome(cache, tmp_path, caplog) ->
     said = _said(caplog)
     assert said[0] == f"job {job.id} started (notes, {src}, embedder minilm)"
     assert re.fullmatch(
-        rf"job {job.id} completed: 3 seen, 3 indexed, 0 unchanged, 0 failed, "
+        rf"job {job.id} completed \(collection 'notes'\): 3 seen, 3 indexed, 0 unchanged, 0 failed, "
         r"0 deleted, 3 chunks in \d+\.\ds",
         said[1],
     ), said
@@ -63,4 +63,28 @@ def test_shutdown_says_it_waits_for_the_running_job(cache, tmp_path, caplog) -> 
     assert (
         said.index(f"waiting up to 30s for job {job.id} to stop at its next batch boundary") < len(said) - 1
     )  # said before the job's end
-    assert re.fullmatch(rf"job {job.id} interrupted: \d+ seen, \d+ indexed, .*", said[-1]), said
+    assert re.fullmatch(rf"job {job.id} interrupted \(collection 'big'\): \d+ seen, \d+ indexed, .*",
+                        said[-1]), said
+
+
+def test_a_job_whose_documents_failed_names_them(cache, tmp_path, caplog) -> None:
+    """Its WARNING said how many failed and "see the job's errors": an operator had to run
+    `facet jobs N` to learn which (the logs review of the seventh session of 2026-12-06)."""
+    src = _corpus(tmp_path / "docs", 2, 5)
+    for i in range(7):
+        (src / f"empty{i}.txt").write_text("")
+    server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        with caplog.at_level(logging.INFO, logger="app.jobs"):
+            job = server.submit_index(src, "notes")
+            assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
+    finally:
+        server.close()
+    end, = [r for r in caplog.records if r.name == "app.jobs" and "completed" in r.getMessage()]
+    assert end.levelno == logging.WARNING
+    named = ", ".join(str(src / f"empty{i}.txt") for i in range(5))
+    assert re.fullmatch(
+        rf"job {job.id} completed \(collection 'notes'\): 9 seen, 2 indexed, 0 unchanged, "
+        rf"7 failed, 0 deleted, 2 chunks in \d+\.\ds: 7 of 9 documents failed, 2 indexed: see "
+        rf"the job's errors; failed: {re.escape(named)} and 2 more", end.getMessage()), \
+        end.getMessage()

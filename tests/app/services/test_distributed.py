@@ -53,18 +53,28 @@ def test_plan_run_finish_and_duplicate_delivery(make_ctx, tmp_path) -> None:
     assert CollectionService(ctx).job(second.job_id).docs_skipped == 5
 
 
-def test_a_document_that_changed_after_planning(make_ctx, tmp_path) -> None:
+def test_a_document_that_changed_after_planning(make_ctx, tmp_path, caplog) -> None:
+    import logging
+
     files = write_corpus(tmp_path / "src", 4)
     ctx = make_ctx()
     service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
     paths = sorted(files)
     Path(paths[0]).write_text("an entirely new text about sailing boats and harbours")
     Path(paths[1]).unlink()
-    for n in numbers:
-        service.run_chunk(prepared.job_id, n)
+    with caplog.at_level(logging.INFO, logger="app.services.distributed"):
+        for n in numbers:
+            service.run_chunk(prepared.job_id, n)
     job = CollectionService(ctx).job(prepared.job_id)
     assert job.state == "completed"
     assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (4, 3, 1)
+    # The job's end in the worker's log, as the in-process runner logs it: it said "job 1
+    # completed" and no more (the logs review of the seventh session of 2026-12-06).
+    end, = [r for r in caplog.records if r.getMessage().startswith(f"job {job.id} completed")]
+    assert end.levelno == logging.WARNING
+    assert end.getMessage() == (
+        f"job {job.id} completed (collection 'c'): 4 seen, 3 indexed, 0 unchanged, 1 failed, "
+        f"0 deleted: 1 of 4 documents failed, 3 indexed: see the job's errors; failed: {paths[1]}")
     messages = {e["document"]: (e["kind"], e["message"]) for e in job.errors}
     assert messages[paths[0]][0] == "warning" and "changed after the job was planned" in \
         messages[paths[0]][1]
