@@ -1358,6 +1358,7 @@ class SearchService:
         self.store = ctx.store
         self.encoder: QueryEncoder = ctx.encoder
         self._vectors: dict[str, list[str]] = {}
+        self._lost_warned: set[tuple[str, int]] = set()  # (collection, job): vectors lost, warned
         self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
         self._dims: dict[str, dict[str, int]] = {}  # collection -> vector name -> its width
@@ -1487,6 +1488,12 @@ class SearchService:
                         why = (f"the vector store holds none of it although job {job.id} "
                                f"{state} (its store folder removed, or the metadata restored "
                                "apart from it?); index its sources again to write it anew")
+                        # Data lost, not a person's mistake: the API logs a 404 at INFO, and
+                        # `--log-level warning` hid it (the logs review of the seventh session
+                        # of 2026-12-06). Once a collection and job, a process.
+                        if (collection, job.id) not in self._lost_warned:
+                            self._lost_warned.add((collection, job.id))
+                            logger.warning("collection %r: %s", collection, why)
                     else:
                         # (An ended job: "has not written its first documents" read as if it
                         # would; a job cancelled before it started leaves such a collection.)
