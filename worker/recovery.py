@@ -207,6 +207,12 @@ def lost_message(job_id: int, numbers: list[int]) -> str:
             "again")
 
 
+# Sweeps failed in a row before a WARNING says so (one or two: a broker or database
+# restarting, which the next turn outlasts), then one every this many more.
+FAILURES_WARNED = 3
+FAILURES_REWARNED = 60
+
+
 class OrphanSweeper:
     """Finds chunks whose task is gone and re-sends them (see the module docstring).
 
@@ -235,6 +241,7 @@ class OrphanSweeper:
         self.name = name
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failures = 0  # turns failed in a row (``turn``)
 
     def sweep(self, now: float | None = None) -> list[Chunk]:
         """One sweep; the chunks re-sent (and the planner tasks, with ``send_plan``)."""
@@ -287,12 +294,35 @@ class OrphanSweeper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                if self.client.set(self.lock_key, self.name, nx=True,
-                                   px=max(1, int(self.interval * 1000 * 0.9))):
-                    self.sweep()
-            except Exception as e:  # the broker or database is down: the next sweep retries
-                logger.debug("orphan sweep skipped: %s: %s", type(e).__name__, e)
+            self.turn()
+
+    def turn(self) -> None:
+        """One turn of the thread: a sweep where this worker wins the lock. A failure (the
+        broker or database down: the next turn retries) is a DEBUG line, and a WARNING once
+        ``FAILURES_WARNED`` turns in a row failed (then every ``FAILURES_REWARNED``): all were
+        DEBUG, so sweeps failing for good (a database error, a bug) left chunks lost with a
+        killed worker unsent with nothing said (the logs review of the seventh session of
+        2026-12-06). The first success after that warning is said too."""
+        try:
+            if self.client.set(self.lock_key, self.name, nx=True,
+                               px=max(1, int(self.interval * 1000 * 0.9))):
+                self.sweep()
+        except Exception as e:
+            from indexer.errors import mask_secrets
+
+            self._failures += 1
+            said = mask_secrets(" ".join(f"{type(e).__name__}: {e}".split()))
+            if self._failures == FAILURES_WARNED or (self._failures > FAILURES_WARNED and (
+                    self._failures - FAILURES_WARNED) % FAILURES_REWARNED == 0):
+                logger.warning("orphan sweeps have failed %d times in a row (last: %s): a chunk "
+                               "or planner task lost with a killed worker or a flushed broker "
+                               "is not sent again until one succeeds", self._failures, said)
+            else:
+                logger.debug("orphan sweep skipped: %s", said)
+            return
+        if self._failures >= FAILURES_WARNED:
+            logger.info("orphan sweeps work again after %d failed in a row", self._failures)
+        self._failures = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="facet-orphan-sweep", daemon=True)

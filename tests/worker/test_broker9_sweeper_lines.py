@@ -102,3 +102,41 @@ def test_workers_on_another_database_neither_hold_this_ones_sweep_nor_clear_its_
     assert database_tag("postgresql:///?dbname=a&host=/tmp") == database_tag(
         "postgresql:///a?host=/tmp")
     client.flushdb()
+
+
+def test_sweeps_failing_in_a_row_are_a_warning_then_their_end_is_said(
+        redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    """Every failed sweep was a DEBUG line: sweeps failing for good (a database error, a bug)
+    left chunks lost with a killed worker unsent, and nothing at INFO or above said so (the logs
+    review of the seventh session of 2026-12-06). A broker whose password is refused here."""
+    import socket
+
+    import redis
+
+    import app.services.distributed as distributed
+    from worker.recovery import FAILURES_REWARNED, FAILURES_WARNED
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = redis.Redis.from_url(f"redis://:s3cret@127.0.0.1:{port}/0", socket_connect_timeout=0.5)
+    sweeper = OrphanSweeper(down, None, lambda j, n: None, interval=0.01)
+    with caplog.at_level(logging.DEBUG, logger="worker.recovery"):
+        for _ in range(FAILURES_WARNED + FAILURES_REWARNED):
+            sweeper.turn()
+        monkeypatch.setattr(distributed, "stalled_chunks", lambda sessions: [])
+        sweeper.client = redis.Redis.from_url(redis_server.url(next(_DBS)))
+        sweeper.turn()
+        sweeper.turn()
+    records = [r for r in caplog.records if r.name == "worker.recovery"]
+    warned = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert len(warned) == 2, warned  # at the 3rd failure in a row, then 60 later
+    assert warned[0].startswith(f"orphan sweeps have failed {FAILURES_WARNED} times in a row "
+                                "(last: ConnectionError: ")
+    assert warned[1].startswith(f"orphan sweeps have failed {FAILURES_WARNED + FAILURES_REWARNED} "
+                                "times in a row")
+    assert "is not sent again until one succeeds" in warned[0]
+    said = [r.getMessage() for r in records if r.levelno == logging.INFO]
+    assert said == [f"orphan sweeps work again after {FAILURES_WARNED + FAILURES_REWARNED} "
+                    "failed in a row"], said
+    assert "s3cret" not in caplog.text
