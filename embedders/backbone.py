@@ -241,13 +241,42 @@ def _gguf_parsed_once() -> Iterator[None]:
         readers.clear()
 
 
+@contextmanager
+def _tensor_bar_on_a_terminal_only() -> Iterator[None]:
+    """transformers draws its "Converting and de-quantizing GGUF tensors" bar with tqdm of its
+    own, which no progress-bar setting turns off: 1.5 KB of carriage returns in a server's or a
+    worker's log at each first start (the logs review of the seventh session of 2026-12-06). It
+    is drawn where stderr is a terminal only; the log line above says what is happening."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as module
+    except ImportError:
+        yield
+        return
+    bar = getattr(module, "tqdm", None)
+    if bar is None or _stderr_is_a_terminal():
+        yield
+        return
+    module.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        module.tqdm = bar
+
+
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
+
+
 def _convert_smollm(target: Path) -> None:
     """De-quantize the packaged GGUF into a safetensors directory at ``target`` (atomically)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src = _package_dir(_SMOLLM_PACKAGE)
     logger.info("converting %s to safetensors in %s (once, ~15 s)", _SMOLLM_GGUF, target)
-    with _gguf_parsed_once():
+    with _gguf_parsed_once(), _tensor_bar_on_a_terminal_only():
         tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=_SMOLLM_GGUF)
         model = AutoModelForCausalLM.from_pretrained(src, gguf_file=_SMOLLM_GGUF, dtype=torch.float32)
     quantizer = getattr(model, "hf_quantizer", None)
