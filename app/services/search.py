@@ -30,6 +30,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -2410,6 +2411,13 @@ class SearchService:
                 titles = {str(t) for t in session.scalars(select(D.title).where(
                     D.collection_id == coll.id, D.title.is_not(None)).distinct()
                     .limit(_VALUE_ROWS))}
+                # A file of no title of its own is titled by its name where it is searched
+                # (``IndexService``: a record is not): `title=notes.txt` found it, and a near
+                # miss was told "no document has a title" (the filters review of the seventh
+                # session of 2026-12-06).
+                titles |= {Path(str(source)).name for source in session.scalars(
+                    select(D.source).where(D.collection_id == coll.id, D.title.is_(None),
+                                           D.key == D.source).distinct().limit(_VALUE_ROWS))}
         except SQLAlchemyError:  # a hint only
             logger.debug("could not read the collection's titles", exc_info=True)
             return None

@@ -73,3 +73,24 @@ def test_a_title_filter_says_when_no_document_has_that_title(records, tmp_path) 
         "no document is titled 'card refunds' (did you mean 'Card refunds'?)")
     assert records.search(SearchRequest("card", "titled", mode="dense",
                                         filters={"title": "Card refunds"})).results
+
+
+def test_a_files_name_is_its_title_in_the_note_as_in_the_search(records, tmp_path) -> None:
+    """A file of no title of its own is titled by its name where it is searched (`title=notes.txt`
+    found it), but a near miss was told "no document has a title", and a clustering of
+    `title=notes.txt` that matched a chunk said so in the same breath (the filters review of the
+    seventh session of 2026-12-06)."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("notes about card rates")
+    (plain / "other.txt").write_text("a card payment was declined")
+    records.index(plain, "plain")
+    found = records.search(SearchRequest("card", "plain", mode="dense",
+                                         filters={"title": "notes.txt"}))
+    assert [r.title for r in found.results] == ["notes.txt"] and found.note is None
+    missed = records.search(SearchRequest("card", "plain", mode="dense",
+                                          filters={"title": "Notes.txt"}))
+    assert missed.results == [] and missed.note == (
+        "no document is titled 'Notes.txt' (did you mean 'notes.txt'?)")
+    # A record of no title has none (its file's name is not its title): still said so.
+    assert _note(records, title="bank.jsonl").startswith("no document has a title")
