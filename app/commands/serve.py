@@ -86,9 +86,18 @@ def register(cli: typer.Typer) -> None:
                 # root_path: the UI's and /docs' own URLs carry the proxy's prefix (without it the
                 # UI under https://host/facet/ui/ sent its queue and login to /ui/..., a 404).
                 uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
-                            log_config=_uvicorn_log_config(), root_path=settings.root_path)
+                            log_config=_uvicorn_log_config(), root_path=settings.root_path,
+                            timeout_graceful_shutdown=CONNECTIONS_GRACE_S)
         finally:
             root.setLevel(before)  # called in-process (tests): leave the caller's level
+
+
+# Seconds SIGTERM waits for open connections before the shutdown goes on (a job's own 30 s and
+# 5 s come after: the compose file's 45 s grace period holds all three). uvicorn waited for
+# them without end, and a UI page left open keeps one (Gradio's heartbeat stream): `facet
+# serve` did not stop while anyone had the UI open (the verification round of the seventh
+# session of 2026-12-06).
+CONNECTIONS_GRACE_S = 5
 
 
 def preload_names(preload: list[str] | None, settings: FacetSettings) -> list[str]:
