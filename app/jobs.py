@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from app.services.indexing import PreparedJob
-from app.text import plural
+from app.text import plural, printable
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +135,10 @@ def run_logged(run: RunJob, job: PreparedJob) -> object:
     raises and is logged by the caller (``_log_failure``)."""
     from app.services.indexing import IndexReport, job_end_line
 
-    logger.info("job %d started (%s, %s, embedder %s)", job.job_id, job.collection, job.source,
-                job.embedder)
+    # The source as printable text: a folder named with a line break and an ANSI escape wrote a
+    # forged line into the log (the verification round of the seventh session of 2026-12-06).
+    logger.info("job %d started (%s, %s, embedder %s)", job.job_id, job.collection,
+                printable(job.source), job.embedder)
     report = run(job)
     if isinstance(report, IndexReport):
         # Documents failed (all of them, or some): a WARNING with the job's message and the

@@ -196,6 +196,10 @@ def _log_refusal(handler: str, shown: gr.Error, error: Exception) -> None:
     as shown, secrets masked; at WARNING where the server's side failed (data it cannot read,
     a busy queue, a part out of reach), ERROR for a model's failure, else (a person's mistake:
     an unknown collection, a box left empty) INFO."""
+    # Once: a handler calling another (a removal refreshing the collections table) logged the
+    # inner one's failure again as its own, at INFO and "refused by the page" (the
+    # verification round of the seventh session of 2026-12-06).
+    shown.facet_logged = True
     if isinstance(error, DataError | BusyError | UnavailableError):
         level = logging.WARNING
     elif isinstance(error, ModelError) or type(error) is FacetError:
@@ -261,7 +265,8 @@ def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
         try:
             return handler(*args, **kwargs)
         except gr.Error as e:
-            _log_refusal(handler.__name__, e, e)
+            if not getattr(e, "facet_logged", False):  # (a handler it called logged it)
+                _log_refusal(handler.__name__, e, e)
             _remember(handler.__name__, e)
             raise
         except FacetError as e:

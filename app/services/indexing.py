@@ -5056,5 +5056,5 @@ class IndexService:
                               [:max(MOVES_LISTED - len(report.removed), 0)])
         self._sync_counters(job, report)
         session.commit()
-        logger.debug("sync removed %d documents no longer in %s", len(rows), source)
+        logger.debug("sync removed %d documents no longer in %s", len(rows), printable(str(source)))
         return None

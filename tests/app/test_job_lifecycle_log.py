@@ -88,3 +88,21 @@ def test_a_job_whose_documents_failed_names_them(cache, tmp_path, caplog) -> Non
         rf"7 failed, 0 deleted, 2 chunks in \d+\.\ds: 7 of 9 documents failed, 2 indexed: see "
         rf"the job's errors; failed: {re.escape(named)} and 2 more", end.getMessage()), \
         end.getMessage()
+
+
+def test_a_source_named_with_a_line_break_and_an_escape_is_logged_printable(cache, tmp_path,
+                                                                            caplog) -> None:
+    """A folder named "src\\n2026 WARNING fake\\x1b[31m" wrote a forged line and a raw escape
+    into the log's "job N started" line (the verification round of the seventh session of
+    2026-12-06)."""
+    src = _corpus(tmp_path / "src\n2026 WARNING fake\x1b[31m", 1, 5)
+    server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        with caplog.at_level(logging.INFO, logger="app.jobs"):
+            job = server.submit_index(src, "odd")
+            assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
+    finally:
+        server.close()
+    started = _said(caplog)[0]
+    assert started.startswith(f"job {job.id} started (odd, ") and "\n" not in started
+    assert "\x1b" not in started and "src\\x0a2026 WARNING fake\\x1b[31m" in started, started

@@ -73,3 +73,35 @@ def test_a_store_out_of_reach_is_a_warning_with_its_password_masked(tmp_path: Pa
     assert message.startswith("UI collections for an unknown client failed (UnavailableError): "
                               f"cannot reach Qdrant at http://admin:***@127.0.0.1:{port}"), message
     assert "s3cret" not in caplog.text
+
+
+def test_a_failure_of_a_handler_another_calls_is_logged_once(caplog) -> None:
+    """A removal refreshes the collections table by calling that handler: its failure (Qdrant
+    gone after the removal) was logged by both, the second time at INFO as "refused by the
+    page" (the verification round of the seventh session of 2026-12-06)."""
+    from app.errors import UnavailableError
+    from ui.handlers import ui_errors
+
+    class Page:
+        @ui_errors
+        def inner(self) -> None:
+            raise UnavailableError("cannot reach Qdrant at http://u:pw@q:6333: refused")
+
+        @ui_errors
+        def outer(self) -> None:
+            self.inner()
+
+        @ui_errors
+        def own(self) -> None:
+            raise gr.Error("Pick a collection first.")
+
+    caplog.set_level(logging.INFO, logger="ui.handlers")
+    with pytest.raises(gr.Error):
+        Page().outer()
+    with pytest.raises(gr.Error):
+        Page().own()
+    assert _records(caplog) == [
+        (logging.WARNING, "UI inner for an unknown client failed (UnavailableError): cannot "
+                          "reach Qdrant at http://u:***@q:6333: refused"),
+        (logging.INFO, "UI own for an unknown client failed (refused by the page): Pick a "
+                       "collection first.")]
