@@ -1038,10 +1038,22 @@ def _unspaced_matches(text: str, query: str) -> list[tuple[int, int]]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
+def _cached_word_terms(word: str, version: str) -> frozenset[int]:
+    return frozenset(lex.query_terms(word, version)[0])
+
+
+# Words longer than this are not kept by ``_word_terms``' cache: counted by entries, it held
+# 65,536 of any length (an unspaced run of 1 KB is one word: 64 MB; the verification round of
+# the seventh session of 2026-12-06). Words are short; such a run is rare and read again.
+_WORD_CACHED_CHARS = 64
+
+
 def _word_terms(word: str, version: str) -> frozenset[int]:
     """The BM25 term ids of one word of a text under lexical definition ``version`` (none for a
     stopword): what a word search compared with the query's."""
-    return frozenset(lex.query_terms(word, version)[0])
+    if len(word) > _WORD_CACHED_CHARS:
+        return frozenset(lex.query_terms(word, version)[0])
+    return _cached_word_terms(word, version)
 
 
 def _lexical_matches(text: str, query: str, version: str) -> list[tuple[int, int]]:

@@ -160,3 +160,19 @@ def test_cli_json_carries_each_results_point_id(records, tmp_path: Path) -> None
     [hit] = json.loads(found.stdout)["results"]
     assert hit["id"] == point_id("b", 0)
     assert list(hit)[:2] == ["id", "rank"]  # as the HTTP API lists it
+
+
+def test_the_word_terms_cache_keeps_short_words_only() -> None:
+    """Counted by entries, the highlighter's word cache held 65,536 words of any length: an
+    unspaced run of 1 KB is one word, 64 MB in all (the verification round of the seventh
+    session of 2026-12-06). Long words are read each time; the highlight is the same."""
+    from app.services import search
+
+    search._cached_word_terms.cache_clear()
+    long_word = "x" * 5000 + "cafe"
+    text = f"a long run {long_word} and a café in Zurich"
+    snippet, spans = make_snippet(text, "café zurich", width=10_000,
+                                  lexical="qdrant-bm25-en-pairs-v1")
+    assert [snippet[a:b] for a, b in spans] == ["café", "Zurich"]
+    kept = search._cached_word_terms.cache_info().currsize
+    assert 0 < kept <= 8  # the short words alone (8 in the text), not the long one
