@@ -175,4 +175,7 @@ def test_the_word_terms_cache_keeps_short_words_only() -> None:
                                   lexical="qdrant-bm25-en-pairs-v1")
     assert [snippet[a:b] for a, b in spans] == ["café", "Zurich"]
     kept = search._cached_word_terms.cache_info().currsize
-    assert 0 < kept <= 8  # the short words alone (8 in the text), not the long one
+    assert kept > 0
+    search._word_terms("y" * 5000, "qdrant-bm25-en-pairs-v1")  # a long word: not kept
+    search._word_terms("yes", "qdrant-bm25-en-pairs-v1")  # a short one: kept
+    assert search._cached_word_terms.cache_info().currsize == kept + 1
