@@ -159,12 +159,20 @@ class KeylessGuard:
         path = str(scope.get("path", ""))
         root = str(scope.get("root_path", ""))
         path = path[len(root):] if root and path.startswith(root) else path
-        if cookie is None or scope["method"] in ("GET", "HEAD", "OPTIONS") or \
+        # Gradio logs out on a GET, and ends every session of the user: an <img> of another
+        # site's page did it (the security review of the seventh session of 2026-12-06). A
+        # browser sends no Origin with such a GET, but says where it came from (Sec-Fetch-Site).
+        logout = cookie is not None and scope["method"] in ("GET", "HEAD") and \
+            path == f"{cookie}/logout"
+        if cookie is None or (scope["method"] in ("GET", "HEAD", "OPTIONS") and not logout) or \
                 (cookie and path != cookie and not path.startswith(cookie + "/")):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
         origin = cross_site(request, self.settings, login=False)
+        if origin is None and logout and \
+                request.headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+            origin = "another site"
         if origin is None:
             await self.app(scope, receive, send)
             return

@@ -132,6 +132,10 @@ def test_a_ui_with_a_login_still_refuses_another_sites_writes(tmp_path) -> None:
         assert error["code"] == "cross_site_request"
         assert "the page's login is a cookie, which a browser sends with any page's request" in error["message"]
         assert _upload(url, origin=url).status_code != 403  # its own page: the login's to answer
+        import httpx
+
+        out = httpx.get(f"{url}/logout", headers={"sec-fetch-site": "cross-site"}, timeout=30)
+        assert out.status_code == 403, out.text[:200]  # (Gradio's GET logout: every session)
 
 
 def test_a_served_ui_behind_the_api_key_refuses_another_sites_writes(tmp_path, minilm) -> None:
@@ -151,6 +155,15 @@ def test_a_served_ui_behind_the_api_key_refuses_another_sites_writes(tmp_path, m
             api = client.post("/jobs/999999/cancel", headers={"origin": "http://elsewhere.example",
                                                               "authorization": "Bearer k3y"})
             assert api.status_code == 404, api.text  # past the guard: the key is the API's check
+            # Gradio logs out on a GET, every session of the user: another site's <img> did it
+            # (the security review of the seventh session of 2026-12-06). Its own page's passes.
+            for headers in ({"sec-fetch-site": "cross-site"},
+                            {"origin": "http://elsewhere.example"}):
+                out = client.get("/ui/logout", headers=headers, follow_redirects=False)
+                assert out.status_code == 403, (headers, out.text[:200])
+            own = client.get("/ui/logout", headers={"sec-fetch-site": "same-origin"},
+                             follow_redirects=False)
+            assert own.status_code != 403, own.text[:200]
     finally:
         facet.close()
 
