@@ -163,15 +163,21 @@ class _RefusedKeys:
                            "from it are counted for %.0f s)", client, method, path, self.window_s)
 
 
+def _key_sent(request: Request) -> bool:
+    """Whether ``request`` carries ``Authorization: Bearer <FACET_API_KEY>`` (True where no key
+    is configured)."""
+    key: str | None = request.app.state.facet.settings.api_key
+    if not key:
+        return True
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(),
+                                                                 key.encode())
+
+
 async def _require_key(request: Request) -> None:
     """``Authorization: Bearer <FACET_API_KEY>`` when a key is configured (in the event loop,
     as ``_facet``: no request thread is taken to check it)."""
-    key: str | None = request.app.state.facet.settings.api_key
-    if not key:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(),
-                                                                key.encode()):
+    if not _key_sent(request):
         refused: _RefusedKeys = request.app.state.refused_keys
         refused.note(_client(request), request.method, mask_secrets(request.url.path))
         raise HTTPException(401, "missing or wrong API key: send the header 'Authorization: Bearer "
@@ -994,11 +1000,19 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.get("/ready", response_model=Readiness, responses=errors.responses(400) | {
         503: {"model": Readiness, "description": "not ready: the checks that failed say why"}},
              operation_id="ready", tags=ops)
-    async def ready(facet: FacetDep) -> Response:
+    async def ready(request: Request, facet: FacetDep) -> Response:
         """Readiness: no key needed; cheap checks of the database, the vector store and the
-        broker (each a second at most), no model loaded."""
+        broker (each a second at most), no model loaded. With FACET_API_KEY, a failed check
+        says why only to a request sending the key ("failed" otherwise)."""
         found = await readiness(facet)
-        return _json({"status": "ready" if found.ready else "not ready", "checks": found.checks},
+        checks = found.checks
+        if not _key_sent(request):
+            # Its reasons name hosts, ports and a URL's user ("cannot reach Qdrant at
+            # http://admin:***@10.0.0.5:6333"): not for anyone who can reach the port (the
+            # security review of the seventh session of 2026-12-06). The log has them.
+            checks = {name: said if said in ("ok", "not configured") else "failed"
+                      for name, said in checks.items()}
+        return _json({"status": "ready" if found.ready else "not ready", "checks": checks},
                      status=200 if found.ready else 503)
 
     @app.get("/info", dependencies=auth, responses=fails(*facade), operation_id="info", tags=ops)

@@ -150,6 +150,25 @@ def test_ready_names_a_qdrant_server_out_of_reach(tmp_path) -> None:
             assert r.status_code == 200 and r.json()["checks"]["store"] == "ok", r.text
 
 
+def test_with_a_key_ready_says_why_only_to_a_request_sending_it(tmp_path) -> None:
+    """/ready needs no key (an orchestrator's probe), and its reasons named hosts, ports and a
+    URL's user name to anyone who could reach the port (the security review of the seventh
+    session of 2026-12-06): with FACET_API_KEY a failed check is "failed" to a request without
+    it, and says why to one with it."""
+    port = _closed_port()
+    settings = FacetSettings(data_dir=tmp_path / "keyed", api_key="k" * 32,
+                             qdrant_url=f"http://admin:pw@127.0.0.1:{port}")
+    for _, client in _served(settings):
+        bare = client.get("/ready")
+        assert bare.status_code == 503 and bare.json() == {
+            "status": "not ready", "checks": {"database": "ok", "store": "failed",
+                                              "broker": "not configured"}}, bare.text
+        keyed = client.get("/ready", headers={"authorization": "Bearer " + "k" * 32})
+        assert keyed.status_code == 503
+        assert keyed.json()["checks"]["store"].startswith(
+            f"cannot reach Qdrant at http://admin:***@127.0.0.1:{port}: "), keyed.text
+
+
 def test_a_search_whose_lock_file_cannot_be_opened_is_a_503_naming_it(minilm, tmp_path) -> None:
     """The lock file's open failing (a folder in its place, here; the read-only mount's EROFS
     in tests/indexer/test_read_only_data.py) was a 500 "internal error (OSError)"."""
