@@ -14,6 +14,9 @@ from app.commands.common import argument_text, handle_errors, open_facet, shorte
 from app.services.search import SearchResponse, why_no_results
 from app.text import plural, printable, printable_json
 
+# The characters of a result's title a result line shows (metadata values: ``META_WIDTH``).
+TITLE_SHOWN = 200
+
 
 def spec_label(name: str, spec: str | None) -> str:
     """How the output names an embedder that ran: its spec where that says more than the name
@@ -124,7 +127,9 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
                        typer.style(term, bold=True) if bold else term]
             at = b
         snippet = "".join(pieces) + printable(r.snippet[at:], body=True)
-        label = printable(r.title or r.doc_id)
+        # Cut: a Markdown file whose first heading ran 389 KB printed one 389,000-character line
+        # (the huge-inputs review of the seventh session of 2026-12-06); --json has it whole.
+        label = printable(shorten(r.title, TITLE_SHOWN) if r.title else r.doc_id)
         meta = " ".join(printable(f"{meta_text(k)}={meta_text(v)}") for k, v in r.metadata.items())
         chunks = f"#{r.chunk_no}" + (f" (+{plural(len(r.more_chunks), 'more chunk', 'more chunks')})"
                                      if r.more_chunks else "")

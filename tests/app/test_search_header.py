@@ -51,3 +51,18 @@ def test_the_query_line_names_each_model_it_loaded(capsys) -> None:
     print_results(SearchResponse("q", None, "c", "minilm", "inbedder", [], timings, "dense",
                                  embedder_spec="minilm", reranker_spec="inbedder"))
     assert "(600 ms, after 1.2 s loading minilm and 4.2 s loading inbedder)" in capsys.readouterr().out
+
+
+def test_a_huge_title_is_cut_on_the_result_line(capsys) -> None:
+    """A Markdown file whose first heading ran 389 KB printed one 389,000-character line (the
+    huge-inputs review of the seventh session of 2026-12-06); the JSON output keeps it whole."""
+    from app.services.search import SearchResult
+
+    title = "head " * 80_000
+    hit = SearchResult(rank=1, score=0.5, doc_id="/d/big.md", title=title, source="/d/big.md",
+                       chunk_no=0, text="x", snippet="x", highlights=[], start=0, end=1,
+                       metadata={}, vector_score=0.5)
+    print_results(SearchResponse("q", None, "c", "minilm", None, [hit], {"total": 1.0}, "dense"))
+    lines = capsys.readouterr().out.splitlines()
+    line = next(x for x in lines if x.lstrip().startswith("1."))
+    assert len(line) < 400 and "(400,000 characters)" in line and "[/d/big.md #0]" in line, line
