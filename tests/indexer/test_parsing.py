@@ -274,6 +274,28 @@ def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Pa
     assert "looks binary" in _msg(_one(tmp_path / "blob.txt", stream_over_bytes=1000))
 
 
+@pytest.mark.parametrize("name", ["zeros.jsonl", "zeros.csv", "zeros.json"])
+def test_a_large_binary_record_file_is_refused_by_its_start(tmp_path: Path, name: str) -> None:
+    """A record file has no size limit and was read and decoded whole before its binary check:
+    2 GB of zeros named .jsonl took 18 s and 4.65 GB to be told it looks binary (the
+    huge-inputs review of the seventh session of 2026-12-06). Its first 8 KiB tell."""
+    import os
+    import tracemalloc
+
+    path = tmp_path / name
+    with path.open("wb") as fh:  # 64 MiB, sparse
+        fh.truncate(64 << 20)
+    tracemalloc.start()
+    try:
+        result = _one(path, max_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "looks binary (NUL or control bytes)" in _msg(result) and result.key == str(path)
+    assert peak < 8 << 20, peak  # the file was not read whole
+    os.remove(path)
+
+
 @pytest.mark.parametrize("stream_over_bytes", [None, 1000])
 def test_utf16_without_a_byte_order_mark_is_named_as_the_likely_cause(
         tmp_path: Path, stream_over_bytes: int | None) -> None:
