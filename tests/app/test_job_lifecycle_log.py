@@ -7,6 +7,7 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,15 +27,21 @@ def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "app.jobs"]
 
 
-def test_a_server_job_logs_its_start_and_its_outcome(cache, tmp_path, caplog) -> None:
-    src = _corpus(tmp_path / "docs", 3, 5)
+def _run(cache, tmp_path: Path, caplog: pytest.LogCaptureFixture, src: Path, name: str) -> Any:
+    """``src`` indexed into ``name`` by a server's own job runner, its log captured; the job."""
     server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
     try:
         with caplog.at_level(logging.INFO, logger="app.jobs"):
-            job = server.submit_index(src, "notes")
+            job = server.submit_index(src, name)
             assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
     finally:
         server.close()
+    return job
+
+
+def test_a_server_job_logs_its_start_and_its_outcome(cache, tmp_path, caplog) -> None:
+    src = _corpus(tmp_path / "docs", 3, 5)
+    job = _run(cache, tmp_path, caplog, src, "notes")
     said = _said(caplog)
     assert said[0] == f"job {job.id} started (notes, {src}, embedder minilm)"
     assert re.fullmatch(
@@ -73,13 +80,7 @@ def test_a_job_whose_documents_failed_names_them(cache, tmp_path, caplog) -> Non
     src = _corpus(tmp_path / "docs", 2, 5)
     for i in range(7):
         (src / f"empty{i}.txt").write_text("")
-    server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
-    try:
-        with caplog.at_level(logging.INFO, logger="app.jobs"):
-            job = server.submit_index(src, "notes")
-            assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
-    finally:
-        server.close()
+    job = _run(cache, tmp_path, caplog, src, "notes")
     end, = [r for r in caplog.records if r.name == "app.jobs" and "completed" in r.getMessage()]
     assert end.levelno == logging.WARNING
     named = ", ".join(str(src / f"empty{i}.txt") for i in range(5))
@@ -96,13 +97,7 @@ def test_a_source_named_with_a_line_break_and_an_escape_is_logged_printable(cach
     into the log's "job N started" line (the verification round of the seventh session of
     2026-12-06)."""
     src = _corpus(tmp_path / "src\n2026 WARNING fake\x1b[31m", 1, 5)
-    server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
-    try:
-        with caplog.at_level(logging.INFO, logger="app.jobs"):
-            job = server.submit_index(src, "odd")
-            assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
-    finally:
-        server.close()
+    job = _run(cache, tmp_path, caplog, src, "odd")
     started = _said(caplog)[0]
     assert started.startswith(f"job {job.id} started (odd, ") and "\n" not in started
     assert "\x1b" not in started and "src\\x0a2026 WARNING fake\\x1b[31m" in started, started
