@@ -1006,10 +1006,19 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         says why only to a request sending the key ("failed" otherwise)."""
         found = await readiness(facet)
         checks = found.checks
+        # Said in the log when what fails changes (a probe asks every few seconds): a request
+        # without the key is told "failed" alone, and nothing said why anywhere.
+        failed = {name: said for name, said in checks.items() if said not in ("ok", "not configured")}
+        if failed != getattr(request.app.state, "ready_failed", {}):
+            if failed:
+                logger.warning("not ready: %s", "; ".join(f"{k}: {v}" for k, v in failed.items()))
+            else:
+                logger.info("ready again: every check answers")
+            request.app.state.ready_failed = failed
         if not _key_sent(request):
             # Its reasons name hosts, ports and a URL's user ("cannot reach Qdrant at
             # http://admin:***@10.0.0.5:6333"): not for anyone who can reach the port (the
-            # security review of the seventh session of 2026-12-06). The log has them.
+            # security review of the seventh session of 2026-12-06). The log has them (above).
             checks = {name: said if said in ("ok", "not configured") else "failed"
                       for name, said in checks.items()}
         return _json({"status": "ready" if found.ready else "not ready", "checks": checks},

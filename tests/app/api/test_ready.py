@@ -12,6 +12,7 @@ stand-in, minilm; a read-only mount where a private mount namespace can be made.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import socket
 import tempfile
@@ -150,15 +151,22 @@ def test_ready_names_a_qdrant_server_out_of_reach(tmp_path) -> None:
             assert r.status_code == 200 and r.json()["checks"]["store"] == "ok", r.text
 
 
-def test_with_a_key_ready_says_why_only_to_a_request_sending_it(tmp_path) -> None:
+def test_with_a_key_ready_says_why_only_to_a_request_sending_it(tmp_path, caplog) -> None:
     """/ready needs no key (an orchestrator's probe), and its reasons named hosts, ports and a
     URL's user name to anyone who could reach the port (the security review of the seventh
     session of 2026-12-06): with FACET_API_KEY a failed check is "failed" to a request without
-    it, and says why to one with it."""
+    it, and says why to one with it; the log says why once what fails changes."""
     port = _closed_port()
     settings = FacetSettings(data_dir=tmp_path / "keyed", api_key="k" * 32,
                              qdrant_url=f"http://admin:pw@127.0.0.1:{port}")
     for _, client in _served(settings):
+        with caplog.at_level(logging.INFO, logger="app.api.server"):
+            for _ in range(3):  # a probe's repeated asks: said once
+                client.get("/ready")
+        said = [r for r in caplog.records if r.name == "app.api.server"]
+        assert [r.levelno for r in said] == [logging.WARNING], [r.getMessage() for r in said]
+        assert said[0].getMessage().startswith(
+            f"not ready: store: cannot reach Qdrant at http://admin:***@127.0.0.1:{port}: ")
         bare = client.get("/ready")
         assert bare.status_code == 503 and bare.json() == {
             "status": "not ready", "checks": {"database": "ok", "store": "failed",

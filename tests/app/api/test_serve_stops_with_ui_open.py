@@ -48,3 +48,7 @@ def test_sigterm_stops_the_server_with_a_ui_page_open(tmp_path) -> None:
     assert "Waiting for connections to close" in out, out  # it had one open
     assert took < CONNECTIONS_GRACE_S + 20, (took, out[-2000:])
     assert "Finished server process" in out, out[-2000:]
+    # A planned close, said as such: uvicorn logged it as an ERROR and the stream's
+    # CancelledError as "Exception in ASGI application" with a 100-line traceback.
+    assert "Exception in ASGI application" not in out and "Traceback" not in out, out[-3000:]
+    assert not [line for line in out.splitlines() if " ERROR" in line], out[-3000:]
