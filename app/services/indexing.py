@@ -615,6 +615,10 @@ class IndexReport:
     # A removed collection's word (``collection_removed``): an empty folder's run said
     # "completed", no warning, and a job id ``job()`` no longer found.
     message: str | None = None
+    # A large file (read in pieces) the run stopped part-way through: its chunks so far are
+    # searchable, but it is committed whole at its end, so the next run reads it from its start
+    # (a stopped run said "what was indexed is kept", and its rerun redid 2,048 chunks).
+    stopped_within: str | None = None
 
     @property
     def docs_per_s(self) -> float:
@@ -2262,7 +2266,10 @@ class IndexService:
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     job.message = (f"stopped ({why}) with {plural(indexed, 'document')} "
                                    f"indexed; run `{resume}` (or submit the job) again to "
-                                   "resume: what was indexed is kept")
+                                   "resume: what was indexed is kept"
+                                   + (f"; {printable(report.stopped_within)} was stopped part-way "
+                                      "and is read again from its start (a large file is "
+                                      "committed whole)" if report.stopped_within else ""))
                 else:
                     job.state = "failed"
                     job.message = self.job_failure_message(job, e, resume)
@@ -4122,6 +4129,8 @@ class IndexService:
             # went in it stays ``pending`` (the next run writes the file again).
             if not rows:
                 self._unmark(session, [(row, before)])
+            else:
+                report.stopped_within = doc.key
             raise
         except (_Refused, _Unreadable) as e:
             # A failed document, as ``_process_batch``'s refused ones: one indexed before keeps

@@ -183,3 +183,23 @@ def test_the_server_stopping_interrupts_a_large_documents_encoding_within_second
     stopping.clear()  # (the same facade runs the next job)
     again = facet.index(src, "c")
     assert (again.state, again.docs_indexed) == ("completed", 1)
+
+
+def test_a_streamed_file_stopped_part_way_says_it_is_read_again(facet, tmp_path) -> None:
+    """A stopped run said "what was indexed is kept" of a large file read in pieces whose first
+    batches were written: its rerun read it from its start (the huge-inputs review of the
+    seventh session of 2026-12-06: 2,048 chunks encoded again). It says so."""
+    facet.indexing.settings.stream_document_mb = 0.02
+    src = tmp_path / "big.txt"
+    src.write_text(_big_text())
+    stopping = facet.indexing.ctx.stopping
+    report, stages, _reads, _after = _index_and_cancel(facet, src, IndexOptions(batch_chunks=8),
+                                                       stop=stopping.set)
+    stopping.clear()  # (the same facade runs the next job)
+    assert report.state == "interrupted" and report.stopped_within == str(src), stages[-1:]
+    message = facet.job(report.job_id).message
+    assert message.endswith(f"; {src} was stopped part-way and is read again from its start "
+                            "(a large file is committed whole)"), message
+    assert report.chunks_written > 0  # (its first batches went in)
+    again = facet.index(src, "c")
+    assert (again.state, again.docs_indexed) == ("completed", 1)
