@@ -15,6 +15,7 @@ import html
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -227,12 +228,18 @@ EXPORT_KEPT_S = 600.0
 def _remove_dead_exports(tmp: Path) -> None:
     """Remove the export folders of UI processes no longer running (stopped by a signal: their
     exit hooks never ran, and each left its folder and every CSV in it), untouched for
-    ``EXPORT_KEPT_S`` and holding exports alone. A running server's folder, taken for a dead one
-    (another PID namespace sharing the temp directory), loses only exports Gradio copied long
-    ago: the next export makes the folder again."""
+    ``EXPORT_KEPT_S``, this user's, and holding exports alone. A running server's folder, taken
+    for a dead one (another PID namespace sharing the temp directory), loses only exports Gradio
+    copied long ago: the next export makes the folder again. Read through the folder's own
+    descriptor, opened without following a link, so that a folder swapped for a link meanwhile
+    is not read; not on Windows (no signal-0 probe of a process)."""
+    if os.name != "posix":
+        return
     for folder in tmp.glob(f"{EXPORT_PREFIX}*-*"):
         pid = folder.name[len(EXPORT_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
+        # ASCII digits: "²".isdigit() is true, and int() refused it (a folder any user can
+        # make stopped every UI's exports: the final review of the seventh session of 2026-12-06).
+        if not (pid.isascii() and pid.isdigit()) or int(pid) == os.getpid():
             continue
         try:
             os.kill(int(pid), 0)
@@ -242,18 +249,24 @@ def _remove_dead_exports(tmp: Path) -> None:
         except (PermissionError, OverflowError, OSError):
             continue  # another user's (running), or no such number
         try:
-            if folder.is_symlink() or not folder.is_dir() or \
-                    time.time() - folder.stat().st_mtime <= EXPORT_KEPT_S:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # a link, not a folder, gone
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.getuid() or time.time() - st.st_mtime <= EXPORT_KEPT_S:
                 continue
-            entries = list(folder.iterdir())
+            names = os.listdir(fd)
             # Exports alone: a folder of someone else's so named (a data folder) is left be.
-            if all(e.name.startswith("clusters-") and e.suffix == ".csv" and e.is_file()
-                   and not e.is_symlink() for e in entries):
-                for entry in entries:
-                    entry.unlink()
-                folder.rmdir()
+            if all(n.startswith("clusters-") and n.endswith(".csv") and stat.S_ISREG(
+                    os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode) for n in names):
+                for name in names:
+                    os.unlink(name, dir_fd=fd)
+                os.rmdir(folder)
         except OSError:
             continue
+        finally:
+            os.close(fd)
 
 
 def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:

@@ -176,9 +176,14 @@ class KeylessGuard:
         if origin is None:
             await self.app(scope, receive, send)
             return
-        message = (f"a request from a page of another site ({origin}) is refused: the page's "
-                   "login is a cookie, which a browser sends with any page's request; list that "
-                   "site in FACET_CORS_ORIGINS")
+        if logout and origin == "another site":  # (told by Sec-Fetch-Site: no list lets it in)
+            message = ("a logout from a page of another site is refused: the page's login is a "
+                       "cookie, which a browser sends with any page's request, and a logout ends "
+                       "every session of the user; log out from the page itself")
+        else:
+            message = (f"a request from a page of another site ({origin}) is refused: the page's "
+                       "login is a cookie, which a browser sends with any page's request; list "
+                       "that site in FACET_CORS_ORIGINS")
         errors.log_answer(request, 403, errors.cut_names(message), "cross_site_request")
         await errors.error_response(403, message, "permission_error",
                                     code="cross_site_request")(scope, receive, send)

@@ -73,6 +73,18 @@ def test_a_dead_servers_export_folder_is_removed_by_the_next(tmp_path: Path) -> 
         other = tmp_path / "facet-ui-notanumber"  # (an older Facet's name: no PID in it)
         other.mkdir()
         _aged(other, EXPORT_KEPT_S + 5)
+        # A name of digits int() refuses ("²".isdigit() is true): it raised, and every later
+        # export of the UI failed (the final review of the seventh session of 2026-12-06).
+        odd = tmp_path / "facet-ui-\u00b2-x"
+        odd.mkdir()
+        _aged(odd, EXPORT_KEPT_S + 5)
+        # A dead PID's name on a link to a folder of exports: the link is not followed.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "clusters-2.csv").write_text("index\n")
+        linked = tmp_path / f"facet-ui-{dead}-link"
+        linked.symlink_to(elsewhere, target_is_directory=True)
+        _aged(elsewhere, EXPORT_KEPT_S + 5)
         # A dead PID's name on a folder holding more than exports: someone's data, left be.
         data = tmp_path / f"facet-ui-{dead}-data"
         data.mkdir()
@@ -85,3 +97,4 @@ def test_a_dead_servers_export_folder_is_removed_by_the_next(tmp_path: Path) -> 
     assert not folders["dead"].exists()
     assert all(folders[n].exists() for n in ("dead recently", "running", "ours")) and other.exists()
     assert (data / "facet.db").exists()
+    assert odd.exists() and (elsewhere / "clusters-2.csv").exists() and linked.is_symlink()
