@@ -561,6 +561,9 @@ class IndexReport:
         vectors_left_out: embedder name -> the documents written without that other embedder's
             vectors: it gave unusable vectors (NaN, all zero) for them (a warning names each;
             its next run with --embedder tries them again).
+        stopped_within: the key of a large file (read in pieces) the run stopped part-way
+            through: its chunks so far are searchable, and the next run reads it from its start
+            (it is committed whole at its end); None otherwise.
         message: what happened that the counts do not say, where the job that would say it is
             gone (``collection_removed``): "nothing to index in SOURCE: collection 'c' was not
             created, and job 8 was removed with it" (`facet index` prints the same), or "N of
