@@ -582,18 +582,13 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         # and 2 GB of zeros named .jsonl was read and decoded (18 s, 4.65 GB) to be told it
         # looks binary (the huge-inputs review of the seventh session of 2026-12-06).
         try:
-            if checked is None:
-                with path.open("rb") as fh:
-                    head = fh.read(_SNIFF)
-            else:
-                with checked.open("rb") as fh:
-                    head = fh.read(_SNIFF)
+            with _open(path, checked, "rb") as fh:
+                head = fh.read(_SNIFF)
         except OSError as e:
             yield DocumentError(key, key, f"cannot read {path}: {e}")
             return
         if not bom_codecs(head) and looks_binary(head):
-            yield DocumentError(key, key, binary_message(key, head, "remove it from the source or "
-                                                                    "convert it to text"))
+            yield binary_refusal(key, head)
             return
     try:
         if checked is None:
@@ -663,6 +658,13 @@ def looks_binary(data: bytes) -> bool:
         return True
     control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 8, 27))
     return control / len(head) > 0.10
+
+
+def binary_refusal(key: str, data: bytes) -> DocumentError:
+    """The document error of a file whose start ``data`` ``looks_binary`` (``binary_message``,
+    with the advice a file to index gets)."""
+    return DocumentError(key, key, binary_message(key, data, "remove it from the source or "
+                                                             "convert it to text"))
 
 
 def binary_message(name: str, data: bytes, advice: str) -> str:
@@ -939,8 +941,7 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
         except UnicodeDecodeError:
             pass  # judged as bytes below
     if looks_binary(data):
-        return DocumentError(name, name, binary_message(name, data, "remove it from the source or "
-                                                                    "convert it to text"))
+        return binary_refusal(name, data)
     try:
         return data.decode("utf-8-sig"), []
     except UnicodeDecodeError as e:  # e.start counts from after a byte order mark
@@ -1054,8 +1055,7 @@ def _stream_text(path: Path, size: int, *, markdown: bool,
             warnings.append(_bom_note(key, bom_codec))
             break
         if bom_read is None and looks_binary(head_bytes):
-            return DocumentError(key, key, binary_message(key, head_bytes, "remove it from the "
-                                                                           "source or convert it to text"))
+            return binary_refusal(key, head_bytes)
         try:
             encoding, errors = "utf-8-sig", "strict"
             if bom_read is not None:
