@@ -251,13 +251,8 @@ def masked_url(url: str) -> str:
         # was shown whole, each piece read as a URL with no password), which the whole URL's
         # masking hides.
         return ";".join(masked_url(part) for part in listed)
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-        _ = parts.port  # read: ValueError where it is not a number
-        port_read = True
-    except ValueError:  # e.g. a port that is not a number
-        password, port_read = None, False
+    port_read = _port_read(url)  # (False too where urlsplit refuses the URL: "http://[x")
+    password = urlsplit(url).password if port_read else None
     if password:
         url = url.replace(f":{password}@", ":***@", 1)
     start = url.find("://") + 3
