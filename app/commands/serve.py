@@ -210,9 +210,12 @@ class _ShutdownCancels(logging.Filter):
     normal `docker compose stop` read as a crash (the verification round of the seventh session
     of 2026-12-06). The first becomes an INFO line; the second is dropped."""
 
+    # What uvicorn's line and its cancelled tasks' message both say.
+    TIMED_OUT = "timeout graceful shutdown exceeded"
+
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.msg if isinstance(record.msg, str) else ""
-        if "timeout graceful shutdown exceeded" in message:
+        if self.TIMED_OUT in message:
             record.levelno, record.levelname = logging.INFO, "INFO"
             record.msg = message + " (connections still open: a UI page's stream, a slow client)"
             return True
@@ -221,7 +224,7 @@ class _ShutdownCancels(logging.Filter):
         # CancelledError leaking from the app at another time is a bug, and stays logged.
         return not (message.startswith("Exception in ASGI application")
                     and isinstance(error, asyncio.CancelledError)
-                    and "timeout graceful shutdown exceeded" in str(error))
+                    and self.TIMED_OUT in str(error))
 
 
 def _uvicorn_formatter(base: str, **options: Any) -> logging.Formatter:
