@@ -222,7 +222,8 @@ class FacetSettings(BaseSettings):
     max_document_mb: float = Field(default=20.0, gt=0, le=1 << 30, description="larger documents are rejected")
     stream_document_mb: float = Field(
         default=4.0, gt=0, le=1 << 30, description="larger .txt/.md files are read and chunked in a stream "
-                                       "(bounded memory, progress per chunk batch)")
+                                       "(bounded memory, progress per chunk batch), larger "
+                                       ".jsonl/.csv files parsed a line at a time")
     index_batch_chunks: int = Field(
         default=256, ge=1, description="chunks encoded, written and committed together while indexing")
     # Query encoding (search, /v1/embeddings): one model thread batching concurrent requests.

@@ -78,11 +78,11 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import IO, Any, ClassVar, TypeGuard
+from typing import IO, Any, ClassVar, TypeGuard, TypeVar
 
 from embedders.scripts import blank
 from indexer.errors import (
@@ -577,6 +577,9 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
     if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
         yield _stream_text(path, size, markdown=suffix != ".txt", checked=checked)
         return
+    if suffix in _LINE_RECORDS and stream_over_bytes is not None and size > stream_over_bytes:
+        yield from _stream_records(path, suffix, max_bytes, text_column, checked)
+        return
     if suffix not in (".pdf", ".docx") and size > _SNIFF:
         # Judged binary by its start before it is read whole: a record file has no size limit,
         # and 2 GB of zeros named .jsonl was read and decoded (18 s, 4.65 GB) to be told it
@@ -610,12 +613,13 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         yield decoded
         return
     text, warnings = decoded
-    if suffix == ".jsonl":
-        yield from _once_per_file(_parse_jsonl(path, text, warnings, max_bytes, text_column), warnings)
+    if suffix in _LINE_RECORDS:
+        # Lines end at "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON
+        # strings may hold raw (json.dumps(..., ensure_ascii=False) writes them so).
+        yield from _once_per_file(_LINE_RECORDS[suffix](path, io.StringIO(text), warnings,
+                                                        max_bytes, text_column), warnings)
     elif suffix == ".json":
         yield from _once_per_file(_parse_json(path, text, warnings, max_bytes, text_column), warnings)
-    elif suffix == ".csv":
-        yield from _once_per_file(_parse_csv(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix in HTML_SUFFIXES:
         yield _finish(_within_limit(_parse_html(path, text, warnings), max_bytes))
     elif suffix == ".txt":
@@ -626,6 +630,42 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
                                      _titled(_front_matter_title(text), _without_front_matter(text)),
                                      title=_markdown_title(text), metadata=meta,
                                      warnings=[*warnings, *notes]))
+
+
+def _stream_records(path: Path, suffix: str, max_bytes: int, text_column: str | None,
+                    checked: CheckedFile | None) -> Iterator[ParseResult]:
+    """A .jsonl/.csv file over the stream limit parsed line by line as it is read, its encoding
+    chosen first in one pass over it (``_pieces_encoding``): read whole, a 190 MB jsonl took
+    720 MB and a 180 MB csv 1 GB (its bytes, its text and its lines at once), and a BEIR corpus
+    of gigabytes did not fit. Its documents and notes are those of the file read whole."""
+    key = str(path)
+    try:
+        chosen = _pieces_encoding(
+            path, lambda encoding, errors: _decode_pass(path, encoding, errors, checked), checked)
+    except OSError as e:
+        yield DocumentError(key, key, f"cannot read {path}: {e}")
+        return
+    if isinstance(chosen, DocumentError):
+        yield chosen
+        return
+    encoding, errors, warnings, _ = chosen
+    try:
+        with _open(path, checked, encoding=encoding, errors=errors, newline="\n") as fh:
+            yield from _once_per_file(_LINE_RECORDS[suffix](path, fh, warnings, max_bytes,
+                                                            text_column), warnings)
+    except UnicodeDecodeError as e:  # it decoded in the first pass
+        yield DocumentError(key, key, f"{path} changed while it was read ({e}); the records "
+                                      "after that point were not read: index it again")
+    except OSError as e:
+        yield DocumentError(key, key, f"cannot read {path}: {e}; the records after that point "
+                                      "were not read")
+
+
+def _decode_pass(path: Path, encoding: str, errors: str, checked: CheckedFile | None) -> None:
+    """One pass decoding the file in pieces: raises ``UnicodeDecodeError`` where it does not."""
+    with _open(path, checked, encoding=encoding, errors=errors, newline="") as fh:
+        while fh.read(1 << 16):
+            pass
 
 
 def _once_per_file(results: Iterator[ParseResult], notes: list[str]) -> Iterator[ParseResult]:
@@ -707,6 +747,7 @@ def utf16_without_bom(data: bytes) -> str | None:
 _TYPOGRAPHIC = set("\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u20ac\u2022\u2122"
                    "\u00ab\u00bb\u00b0\u00b7\u00a7\u00a9\u00ae\u00a0\u00a3\u00b4\u00a8")
 _DETECT_BYTES = 256 * 1024
+_Pass = TypeVar("_Pass")
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -1034,57 +1075,64 @@ def _hash_pass(path: Path, encoding: str, errors: str,
     return digest, head, content, replaced, nuls
 
 
+def _pieces_encoding(path: Path, read_pass: Callable[[str, str], _Pass],
+                     checked: CheckedFile | None = None
+                     ) -> tuple[str, str, list[str], _Pass] | DocumentError:
+    """The codec and error handler a file too large to hold is decoded with, chosen as
+    ``decode_text`` chooses them, with its warnings, and what ``read_pass(encoding, errors)``
+    (a pass over the decoded file in pieces, raising ``UnicodeDecodeError`` where ``errors``
+    is strict and the file does not decode) returned for the choice: a UTF-32 or UTF-16 byte
+    order mark, before the binary sniff of its first 8 KiB; UTF-8; UTF-8 with replacements
+    when it has as many valid multi-byte characters as bad bytes (counted in pieces); else the
+    encoding detected on its first 256 KiB; else UTF-8 with replacements, refused when too
+    many. Raises ``OSError`` where the file cannot be read."""
+    key = str(path)
+    with _open(path, checked, "rb") as fh:
+        head_bytes = fh.read(_DETECT_BYTES)
+    for bom_codec in bom_codecs(head_bytes):  # (half or three quarters NULs)
+        try:
+            return bom_codec, "strict", [_bom_note(key, bom_codec)], read_pass(bom_codec, "strict")
+        except UnicodeDecodeError:
+            continue  # judged as bytes below
+    if looks_binary(head_bytes):
+        return binary_refusal(key, head_bytes)
+    try:
+        return "utf-8-sig", "strict", [], read_pass("utf-8-sig", "strict")
+    except UnicodeDecodeError:
+        pass
+    # decode_text's rule, counted in pieces: a few bad bytes in UTF-8 are replaced (the whole
+    # file was once read as cp1252 for one bad byte, past the stream limit).
+    first_bad, bad, valid, chars = _utf8_tally(path, checked)
+    detected = None if _still_utf8(valid, bad) else detect_encoding(head_bytes)
+    if detected is not None:
+        try:
+            return detected, "strict", [_decoded_as(key, first_bad, detected)], \
+                read_pass(detected, "strict")
+        except (UnicodeDecodeError, LookupError):
+            pass  # the detection saw only the start of the file
+    if chars and bad / chars > _MAX_REPLACEMENT_RATIO:
+        return DocumentError(key, key, f"{key} is not UTF-8 text ({bad} of {chars} characters "
+                                       "undecodable) and its encoding could not be detected; "
+                                       "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    return "utf-8-sig", "replace", [_replaced_note(key, first_bad, bad)], \
+        read_pass("utf-8-sig", "replace")
+
+
 def _stream_text(path: Path, size: int, *, markdown: bool,
                  checked: CheckedFile | None = None) -> StreamedDocument | DocumentError:
-    """A large .txt/.md file as a ``StreamedDocument``: binary sniffed on its first 8 KiB, the
-    encoding chosen as ``decode_text`` does (UTF-8; UTF-8 with replacements when it has as many
-    valid multi-byte characters as bad bytes, counted in pieces; else detected on its first
-    256 KiB), with the same warnings. Every read of it (``checked``: of the file its caller
-    checked) and the document's own second read, ``pieces``, are of the same file."""
+    """A large .txt/.md file as a ``StreamedDocument``: its encoding chosen in pieces
+    (``_pieces_encoding``: as ``decode_text`` does, with the same warnings) by the pass that
+    hashes it. Every read of it (``checked``: of the file its caller checked) and the
+    document's own second read, ``pieces``, are of the same file."""
     key = str(path)
     try:
-        with _open(path, checked, "rb") as fh:
-            head_bytes = fh.read(_DETECT_BYTES)
-        warnings: list[str] = []
-        bom_read, bom_codec = None, "utf-16"  # or UTF-32: before the binary sniff, as decode_text
-        for bom_codec in bom_codecs(head_bytes):  # (half or three quarters NULs)
-            try:
-                bom_read = _hash_pass(path, bom_codec, "strict", checked)
-            except UnicodeDecodeError:
-                continue  # judged as bytes below
-            warnings.append(_bom_note(key, bom_codec))
-            break
-        if bom_read is None and looks_binary(head_bytes):
-            return binary_refusal(key, head_bytes)
-        try:
-            encoding, errors = "utf-8-sig", "strict"
-            if bom_read is not None:
-                encoding = bom_codec
-                digest, head, content, replaced, nuls = bom_read
-            else:
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
-        except UnicodeDecodeError:
-            # decode_text's rule, counted in pieces: a few bad bytes in UTF-8 are replaced
-            # (the whole file was once read as cp1252 for one bad byte, past the stream limit).
-            first_bad, bad, valid, chars = _utf8_tally(path, checked)
-            detected = None if _still_utf8(valid, bad) else detect_encoding(head_bytes)
-            try:
-                if detected is None:
-                    raise
-                encoding = detected
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
-                warnings.append(_decoded_as(key, first_bad, encoding))
-            except (UnicodeDecodeError, LookupError):
-                encoding, errors = "utf-8-sig", "replace"
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
-                warnings.append(_replaced_note(key, first_bad, replaced))
-                if chars and replaced / chars > _MAX_REPLACEMENT_RATIO:
-                    return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} of "
-                                                   f"{chars} characters undecodable) and its "
-                                                   "encoding could not be detected; convert it "
-                                                   "to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+        chosen = _pieces_encoding(
+            path, lambda encoding, errors: _hash_pass(path, encoding, errors, checked), checked)
     except OSError as e:
         return DocumentError(key, key, f"cannot read {path}: {e}")
+    if isinstance(chosen, DocumentError):
+        return chosen
+    encoding, errors, warnings, (digest, head, content, _replaced, nuls) = chosen
     if not content:
         return DocumentError(key, key, f"{key} is empty: no text to index")
     if nuls:
@@ -2270,14 +2318,13 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     return doc
 
 
-def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
+def _parse_jsonl(path: Path, lines: Iterable[str], warnings: list[str], max_bytes: int,
                  text_column: str | None = None) -> Iterator[ParseResult]:
+    """The records of a .jsonl file, one a line (``lines``: its text split at "\n" only)."""
     seen = 0
     noted: set[tuple[str, str]] = set()
     repeats = _Repeats(path)
-    # Lines end at "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON
-    # strings may hold raw (json.dumps(..., ensure_ascii=False) writes them so).
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         seen += 1
@@ -2305,8 +2352,9 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
         yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
 
 
-def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
+def _parse_csv(path: Path, text: Iterable[str], warnings: list[str], max_bytes: int,
                text_column: str | None = None) -> Iterator[ParseResult]:
+    """The rows of a .csv file (``text``: its lines, split at "\n" only)."""
     allow_long_csv_fields()
     # The lines the row being read took, then "" when the reader asked for a line after the
     # last: a row only does that when a quoted field is still open at the end of the file
@@ -2314,7 +2362,7 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
     row_lines: list[str] = []
 
     def lines() -> Iterator[str]:
-        for line in io.StringIO(text):
+        for line in text:
             row_lines.append(line)
             yield line
         row_lines.append("")
@@ -2431,6 +2479,11 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
         yield doc
     if rows == 0:
         yield DocumentError(str(path), str(path), f"{path} has a header but no rows")
+
+
+# The record files read a line at a time, by their parsers (``_stream_records`` reads them so
+# over the stream limit; a .json array is read whole).
+_LINE_RECORDS = {".jsonl": _parse_jsonl, ".csv": _parse_csv}
 
 
 def allow_long_csv_fields() -> None:
