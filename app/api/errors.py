@@ -311,7 +311,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 _HTTP_CODES = {401: "invalid_api_key", 405: "method_not_allowed"}
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    """The answer to an ``HTTPException`` (the app's handler of them; a middleware's too)."""
     assert isinstance(exc, StarletteHTTPException)
     type_ = {401: "authentication_error", 404: "not_found_error",
              405: "invalid_request_error"}.get(exc.status_code, "invalid_request_error")
@@ -452,7 +453,7 @@ def install(app: FastAPI) -> None:
     """Register the error handlers on ``app``."""
     app.add_exception_handler(FacetError, _facet_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, _unexpected)  # what escapes the middleware below
     app.add_middleware(UnexpectedErrorMiddleware)
 

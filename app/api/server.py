@@ -607,6 +607,49 @@ def _answers_get(scope: dict[str, Any]) -> bool:
     return any(route.matches(as_get)[0] is Match.FULL for route in routes)
 
 
+class _KeyBeforeBody:
+    """With ``FACET_API_KEY`` set, a request that carries a body without the key is refused
+    (401, as ``_require_key`` answers) before any of its body is read, unless a route that takes
+    no key answers it (the UI's mount, under its own login). FastAPI reads a route's body before
+    its dependencies, and the body limit buffers a chunked one to see its size: a client without
+    the key held up to ``FACET_API_MAX_BODY_MB`` of the server's memory a connection, stalled
+    for as long as it liked (the huge-inputs review of the seventh session of 2026-12-06). A
+    request to no route at all is refused so too: 401, where it was 404 after its body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not _has_body(scope) or _key_sent(Request(scope)) or \
+                not _keyed(scope):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        try:
+            await _require_key(request)
+        except HTTPException as exc:
+            await (await errors.http_error(request, exc))(scope, receive, send)
+
+
+def _has_body(scope: dict[str, Any]) -> bool:
+    """Whether the request says it sends a body (a non-zero Content-Length, or chunked)."""
+    headers = dict(scope.get("headers") or [])
+    return b"transfer-encoding" in headers or \
+        headers.get(b"content-length", b"").strip() not in (b"", b"0")
+
+
+def _keyed(scope: dict[str, Any]) -> bool:
+    """Whether ``scope``'s route takes the key: the first route its path matches (whatever its
+    method) depends on ``_require_key``; True where none matches."""
+    from starlette.routing import Match
+
+    for route in scope["app"].router.routes:
+        if route.matches(scope)[0] is not Match.NONE:
+            return isinstance(route, APIRoute) and any(
+                d.call is _require_key for d in route.dependant.dependencies)
+    return True
+
+
 class _RootPathLinks:
     """Behind a proxy's prefix (``FACET_ROOT_PATH``, ``--root-path``), the ``Location`` of a new
     job and the ``Link`` to a listing's next page carry it: they said ``/jobs/4``, which the
@@ -931,7 +974,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 served.close(reason="the server stopping")
 
     # redirect_slashes=False: "/collections/" was a 307 with an empty body to an absolute
-    # http:// URL (off a TLS proxy); now a 404 naming the route meant (``errors._http_error``).
+    # http:// URL (off a TLS proxy); now a 404 naming the route meant (``errors.http_error``).
     from app import __version__
 
     app = FastAPI(title="Facet", version=__version__, lifespan=lifespan, openapi_tags=_TAGS,
@@ -943,6 +986,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_middleware(_HeadAsGet)  # (the first added is the innermost)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
+    app.add_middleware(_KeyBeforeBody)  # (a client without the key: none of its body read)
     # Before the body is read: a page of another site, or a name not allowed (keyless only).
     app.add_middleware(KeylessGuard, settings=settings)
     # Around the body limit (a 413 carries the CORS headers too), inside the request log (a

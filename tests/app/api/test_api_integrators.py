@@ -176,16 +176,16 @@ def test_openapi_lists_every_code_and_the_timestamps_formats(client) -> None:
     assert listed["queued_at"].endswith("Z") and listed["finished_at"].endswith("Z")
 
 
-# ------------------------------------------------------------------------ 400 before 401
+# ------------------------------------------------------------------------ 401 before the body
 
 
-def test_only_a_body_that_is_not_json_is_refused_before_the_key(client) -> None:
-    """docs/api.md said a malformed body was a 400 before the 401: only a body that is not
-    JSON is; one that does not validate is a 401 (nothing of the schema said without the key)."""
+def test_no_body_is_read_before_the_key(client) -> None:
+    """docs/api.md said a malformed body was a 400 before the 401; then that a body that was
+    not JSON was. Now no body is read without the key (``_KeyBeforeBody``): each is a 401,
+    nothing of the schema said (tests/app/api/test_key_before_body.py: not a byte read)."""
     plain = {"Content-Type": "application/json"}
-    assert client.post("/search", content=b"not json", headers=plain).status_code == 400
-    for body in (b'{"query": 1, "collection": "c"}', b'{"bogus": 1}'):
+    for body in (b"not json", b'{"query": 1, "collection": "c"}', b'{"bogus": 1}'):
         assert client.post("/search", content=body, headers=plain).status_code == 401
     doc = (Path(__file__).parents[3] / "docs" / "api.md").read_text()
-    assert "whose body is malformed" not in doc
+    assert "whose body is malformed" not in doc and "whose body is not JSON (400)" not in doc
     assert "FACET_CORS_ORIGINS" in doc
