@@ -637,7 +637,8 @@ def _stream_records(path: Path, suffix: str, max_bytes: int, text_column: str | 
     """A .jsonl/.csv file over the stream limit parsed line by line as it is read, its encoding
     chosen first in one pass over it (``_pieces_encoding``): read whole, a 190 MB jsonl took
     720 MB and a 180 MB csv 1 GB (its bytes, its text and its lines at once), and a BEIR corpus
-    of gigabytes did not fit. Its documents and notes are those of the file read whole."""
+    of gigabytes did not fit. Its documents and notes are those of the file read whole (a legacy
+    encoding aside: it is detected on the first 256 KiB, not the whole file)."""
     key = str(path)
     try:
         chosen = _pieces_encoding(
@@ -649,16 +650,20 @@ def _stream_records(path: Path, suffix: str, max_bytes: int, text_column: str | 
         yield chosen
         return
     encoding, errors, warnings, _ = chosen
+    given = 0
     try:
         with _open(path, checked, encoding=encoding, errors=errors, newline="\n") as fh:
-            yield from _once_per_file(_LINE_RECORDS[suffix](path, fh, warnings, max_bytes,
-                                                            text_column), warnings)
-    except UnicodeDecodeError as e:  # it decoded in the first pass
-        yield DocumentError(key, key, f"{path} changed while it was read ({e}); the records "
-                                      "after that point were not read: index it again")
-    except OSError as e:
-        yield DocumentError(key, key, f"cannot read {path}: {e}; the records after that point "
-                                      "were not read")
+            for result in _once_per_file(_LINE_RECORDS[suffix](path, fh, warnings, max_bytes,
+                                                               text_column), warnings):
+                given += 1
+                yield result
+    except (UnicodeDecodeError, OSError) as e:
+        # (The decoder reads ahead: the records of the piece where it failed are not read.)
+        why = (f"it changed while it was read: it no longer decodes as {encoding}"
+               if isinstance(e, UnicodeDecodeError) else str(e))
+        yield DocumentError(key, key, f"cannot read {path}: {why}; " +
+                            (f"the records after the first {given} were not read, index it again"
+                             if given else "no record was read"))
 
 
 def _decode_pass(path: Path, encoding: str, errors: str, checked: CheckedFile | None) -> None:
@@ -2330,7 +2335,7 @@ def _parse_jsonl(path: Path, lines: Iterable[str], warnings: list[str], max_byte
         seen += 1
         where = f"L{lineno}"
         try:
-            record = json.loads(line)
+            record = json.loads(line.removesuffix("\n"))  # (its columns, of this line alone)
         except json.JSONDecodeError as e:
             yield DocumentError(f"{path}#{where}", str(path),
                                 f"{path}:{lineno}: malformed JSON line "

@@ -106,6 +106,23 @@ def test_a_file_changed_while_streamed_says_so(tmp_path) -> None:
         fh.write(b"\xff" * 50_000)
     rest = list(results)
     assert isinstance(rest[-1], DocumentError), rest[-1]
-    assert "changed while it was read" in rest[-1].message
-    assert "index it again" in rest[-1].message
+    read = len(rest)  # the first, and those before the error
+    assert rest[-1].message == (f"cannot read {path}: it changed while it was read: it no longer "
+                                f"decodes as utf-8-sig; the records after the first {read} were "
+                                "not read, index it again")
     assert all(isinstance(r, ParsedDocument) for r in rest[:-1])
+
+
+def test_a_malformed_line_is_placed_in_its_own_columns(tmp_path) -> None:
+    # Lines are read with their "\n": json.loads put the error on the line after it ("column
+    # 1"), or called an unterminated string an invalid control character.
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"text": "unterminated\n{"a": 1\n{"a": 1\r\n{"text": "x" \n')
+    for over in (None, 0):
+        said = [r.message.split(": ", 1)[1] for r in parse_file(path, stream_over_bytes=over)]
+        assert said == [
+            "malformed JSON line (Unterminated string starting at column 10); fix or remove that line",
+            "malformed JSON line (Expecting ',' delimiter at column 8); fix or remove that line",
+            "malformed JSON line (Expecting ',' delimiter at column 9); fix or remove that line",
+            "malformed JSON line (Expecting ',' delimiter at column 14); fix or remove that line",
+        ], said
