@@ -292,6 +292,11 @@ class FacetSettings(BaseSettings):
                                                "read by the `facet worker` that plans the job "
                                                "(set it on the workers: on `facet serve` alone "
                                                "it does nothing)")
+    worker_parse_cache_mb: float = Field(
+        default=512, gt=0, le=1 << 30, description="the parsed source files a worker process "
+                                                   "keeps for the chunks that follow, by their "
+                                                   "size on disk (the last one read is kept "
+                                                   "whatever its size)")
     worker_poison_limit: int = Field(
         default=3, ge=1, description="a chunk whose worker died this many times is failed, not "
                                      "retried (recorded in the job table)")

@@ -535,7 +535,8 @@ def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
 def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
                text_column: str | None = None,
                stream_over_bytes: int | None = None,
-               checked: CheckedFile | None = None) -> Iterator[ParseResult]:
+               checked: CheckedFile | None = None,
+               records_over_bytes: int | None = None) -> Iterator[ParseResult]:
     """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
 
     Its documents name the file by the UTF-8 text of its name whatever the locale's encoding
@@ -549,17 +550,21 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
             (read in pieces when chunked); None reads every file whole.
         checked: the file to read for ``path``, opened and checked by the caller
             (``CheckedFile``: a confined run's); None opens ``path``.
+        records_over_bytes: a .jsonl/.csv file larger than this is parsed a line at a time
+            (the same documents as read whole, in bounded memory); None: ``stream_over_bytes``.
     """
     results = _parse_file(path, max_bytes=max_bytes, text_column=text_column,
-                          stream_over_bytes=stream_over_bytes, checked=checked)
+                          stream_over_bytes=stream_over_bytes, checked=checked,
+                          records_over_bytes=(stream_over_bytes if records_over_bytes is None
+                                              else records_over_bytes))
     if display_path(path) != str(path) and utf8_name(path):
         results = _named_in_utf8(results, path)
     yield from results
 
 
 def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
-                stream_over_bytes: int | None,
-                checked: CheckedFile | None = None) -> Iterator[ParseResult]:
+                stream_over_bytes: int | None, checked: CheckedFile | None,
+                records_over_bytes: int | None) -> Iterator[ParseResult]:
     suffix = path.suffix.lower()
     key = str(path)
     try:
@@ -577,7 +582,7 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
     if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
         yield _stream_text(path, size, markdown=suffix != ".txt", checked=checked)
         return
-    if suffix in _LINE_RECORDS and stream_over_bytes is not None and size > stream_over_bytes:
+    if suffix in _LINE_RECORDS and records_over_bytes is not None and size > records_over_bytes:
         yield from _stream_records(path, suffix, max_bytes, text_column, checked)
         return
     if suffix not in (".pdf", ".docx") and size > _SNIFF:

@@ -239,12 +239,22 @@ class _ParseCache:
     "racy" rule): a disk keeps times to a tick (2 s on FAT, whole seconds through exFAT's FUSE
     driver), and an edit of the same size within the tick of the read left every stamp as it
     was, so a worker planned the old text as unchanged (the exFAT exploration of the fourth
-    session of 2026-12-02)."""
+    session of 2026-12-02).
+
+    What it keeps is bounded by the files' sizes (``max_bytes_kept``, ``FACET_WORKER_PARSE_CACHE_MB``;
+    the most recent file is kept whatever its size, so the chunks of one large file read it
+    once): it kept the last 4,096 files whatever their sizes, and a corpus of a hundred 50 MB
+    jsonl shards was held whole by every worker process, several times its size. A record file
+    over the stream limit is parsed a line at a time (``parse_file``'s ``records_over_bytes``),
+    not held three times over while it is read."""
 
     RACY_NS = 3_000_000_000
 
-    def __init__(self, max_files: int = 4096) -> None:
+    def __init__(self, max_files: int = 4096, max_bytes_kept: int = 512 << 20,
+                 records_over_bytes: int = 4 << 20) -> None:
         self.max_files = max_files
+        self.max_bytes_kept = max_bytes_kept
+        self.records_over_bytes = records_over_bytes
         self._files: collections.OrderedDict[
             str, tuple[tuple[int, ...], dict[str, Any], list[Any]]] = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -305,15 +315,16 @@ class _ParseCache:
         self._keep(key, stamp, read_at, docs, repeated)
         return docs, repeated
 
-    @staticmethod
-    def _parse(path: Path, max_bytes: int, text_column: str | None,
+    def _parse(self, path: Path, max_bytes: int, text_column: str | None,
                checked: CheckedFile | None = None
                ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
         docs: dict[str, ParsedDocument | DocumentError] = {}
         repeated: list[ParsedDocument | DocumentError] = []
-        # Whole files (no streaming), read as the job's inline run would read them.
+        # Whole documents (a large .txt is not streamed: it is one document, held to be
+        # chunked), read as the job's inline run would read them; a large record file read a
+        # line at a time, as that run reads it (the same documents).
         for item in parse_file(path, max_bytes=max_bytes, text_column=text_column,
-                               checked=checked):
+                               checked=checked, records_over_bytes=self.records_over_bytes):
             if isinstance(item, ParsedDocument | DocumentError):
                 if item.key in docs:
                     repeated.append(item)
@@ -327,10 +338,21 @@ class _ParseCache:
         with self._lock:
             if stamp[1] < read_at - self.RACY_NS:  # (mtime; else read again next time)
                 self._files[key] = (stamp, docs, repeated)
+                self._files.move_to_end(key)
             else:
                 self._files.pop(key, None)
-            while len(self._files) > self.max_files:
-                self._files.popitem(last=False)
+            kept = sum(entry[0][0] for entry in self._files.values())  # (their sizes)
+            while len(self._files) > 1 and (len(self._files) > self.max_files or
+                                            kept > self.max_bytes_kept):
+                _, (old, _, _) = self._files.popitem(last=False)
+                kept -= old[0]
+
+    def configure(self, max_bytes_kept: int, records_over_bytes: int) -> None:
+        """From now on keep files of ``max_bytes_kept`` bytes in all (the most recent whatever
+        its size: ``FACET_WORKER_PARSE_CACHE_MB``) and read a record file over
+        ``records_over_bytes`` a line at a time (``FACET_STREAM_DOCUMENT_MB``)."""
+        with self._lock:
+            self.max_bytes_kept, self.records_over_bytes = max_bytes_kept, records_over_bytes
 
 
 _PARSED = _ParseCache()
@@ -438,6 +460,8 @@ class ChunkedIndexService:
         self.store = ctx.store
         self.worker = f"{leases.HOST}:{os.getpid()}"
         self.idle = None if idle_release_s is None else _IdleRelease(ctx.store, idle_release_s)
+        _PARSED.configure(int(self.settings.worker_parse_cache_mb * 2**20),
+                          int(self.settings.stream_document_mb * 2**20))
 
     def _using(self, collection: str) -> contextlib.AbstractContextManager[None]:
         """The block uses ``collection``'s store: let go after an idle, where so configured."""

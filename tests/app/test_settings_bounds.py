@@ -147,7 +147,7 @@ def test_the_dtype_names_are_the_ones_the_backbone_maps() -> None:
 
 FLOATS = ["api_max_body_mb", "ui_max_upload_mb", "lease_ttl_s", "broker_timeout_s", "worker_timeout_s",
           "store_wait_s", "batch_wait_ms", "max_document_mb", "stream_document_mb", "bulk_piece_ms",
-          "min_free_mb"]
+          "min_free_mb", "worker_parse_cache_mb"]
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
@@ -236,7 +236,8 @@ def test_a_bad_variable_is_still_named_as_a_variable(monkeypatch, tmp_path) -> N
         FacetSettings(api_key="k")
 
 
-@pytest.mark.parametrize("name", ["API_MAX_BODY_MB", "UI_MAX_UPLOAD_MB", "MAX_DOCUMENT_MB", "STREAM_DOCUMENT_MB"])
+@pytest.mark.parametrize("name", ["API_MAX_BODY_MB", "UI_MAX_UPLOAD_MB", "MAX_DOCUMENT_MB", "STREAM_DOCUMENT_MB",
+                                  "WORKER_PARSE_CACHE_MB"])
 def test_a_size_no_byte_count_can_hold_is_refused_when_read(monkeypatch, tmp_path, name) -> None:
     """FACET_API_MAX_BODY_MB=1e305 was taken, and `facet serve` then failed on an OverflowError
     traceback (MB times 2**20 is infinite); the same for the other sizes in MB."""
