@@ -71,6 +71,9 @@ SESSION_CAPACITY = 300
 # export shown on the page last an hour from their upload or export: later, the page says to
 # upload the file again, and a fresh clustering makes a fresh CSV.
 DELETE_CACHE = (600, 3600)
+# How a filter box takes more than one filter. Enter runs the search (a one-line box), so a
+# new line is Shift+Enter: "one per line" alone left a keyboard user starting searches.
+FILTER_LINES = "(one per line, Shift+Enter for a new one, or separated by ;)"
 
 INTRO = """# Facet
 Instruction-aware search and clustering. Type what you look for **and** what it should mean:
@@ -641,8 +644,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         # The syntax as `info`, shown above the box: a placeholder is faint and
                         # goes at the first letter typed.
                         s_filters = gr.Textbox(label="Metadata filters",
-                                               info="key=value, e.g. intent=card_arrival (one per "
-                                                    "line or separated by ;)",
+                                               info=f"key=value, e.g. intent=card_arrival {FILTER_LINES}",
                                                elem_id="search-filters")
                     with gr.Column(scale=2):
                         s_collection = picker(label="Collection", choices=[],
@@ -685,7 +687,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                         elem_id="compare-examples")
                     c_k = results_box(elem_id="compare-k")
                     c_filters = gr.Textbox(label="Metadata filters",
-                                           info="key=value (one per line or separated by ;)")
+                                           info=f"key=value {FILTER_LINES}")
                 c_button = gr.Button("Compare", variant="primary", elem_id="compare-button")
                 # Said, not shown (the results show it): the results' summary line.
                 c_summary = live_html(elem_id="compare-summary", elem_classes=["facet-sr-only"])
@@ -701,7 +703,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             k_collection = picker(label="Collection", choices=[],
                                                   elem_id="cluster-collection")
                             k_filters = gr.Textbox(label="Metadata filters (collection or "
-                                                         "search)")
+                                                         "search)", info=f"key=value {FILTER_LINES}")
                         with gr.Group(visible=False) as k_from_search:
                             k_query = gr.Textbox(label="Search query")
                             k_query_instruction = gr.Textbox(label="Search instruction")

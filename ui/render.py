@@ -86,6 +86,11 @@ CSS = """
 .dark .facet-table td {border-bottom-color: #3f3f46}
 .dark .facet-bar {background: #3f3f46}
 .dark .facet-up {color: #81c784} .dark .facet-down {color: #ef9a9a} .dark .facet-new {color: #90caf9}
+/* Gradio's status overlay, hidden (class "hide") after an event that shows no progress ended
+   in an error, is only transparent: its "Clear" button stayed a Tab stop and a screen reader
+   read "Clear, Error" beside the delete confirmation and the upload box (the keyboard review
+   of the first session of 2026-12-07). Out of the page while hidden. */
+[data-testid="status-tracker"].hide {display: none !important}
 button:focus-visible, [role=tab]:focus-visible, input[type=radio]:focus-visible,
 input[type=checkbox]:focus-visible {outline: 2px solid #1a5fb4; outline-offset: 2px}
 /* The upload zones: a button filling a block that cuts what lies outside it, so the ring above
@@ -592,9 +597,15 @@ def cluster_label(cluster: Cluster) -> str:
             f"({_name_share(cluster) or cluster.size})")
 
 
+# Each cluster's marker, besides its colour: the colour alone told them apart (apart from
+# the crosses of the centres, "x", which none of these is).
+MARKERS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "star", "hexagon",
+           "pentagon", "triangle-left", "triangle-right"]
+
+
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
-    """A 2-D scatter of every text (PCA of its embedding), coloured by cluster; hovering shows
-    the text. Cluster centres are drawn as labelled crosses."""
+    """A 2-D scatter of every text (PCA of its embedding), coloured and marked by cluster;
+    hovering shows the text. Cluster centres are drawn as labelled crosses."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -607,7 +618,7 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
             x=[xs[i] for i in idx], y=[ys[i] for i in idx], mode="markers",
             name=plot_text(cluster_label(cluster)),
             marker={"size": 6 if len(response.texts) > 500 else 9, "color": colour,
-                    "opacity": 0.75},
+                    "symbol": MARKERS[n % len(MARKERS)], "opacity": 0.75},
             hovertext=[_wrap(response.texts[i]) for i in idx], hoverinfo="text"))
     fig.add_trace(go.Scatter(
         x=[c.center[0] for c in response.clusters], y=[c.center[1] for c in response.clusters],

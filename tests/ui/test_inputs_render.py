@@ -591,3 +591,24 @@ def test_the_jobs_table_counts_what_a_sync_removed() -> None:
     cells = dict(zip(render.JOB_COLUMNS, render.job_rows([job])[0], strict=True))
     assert cells["removed"] == 1 and cells["failed"] == 0
     assert len(render.JOB_COLUMN_WIDTHS) == len(render.JOB_COLUMNS)
+
+
+def test_each_cluster_has_its_own_marker_not_only_its_colour() -> None:
+    """The clusters differed by colour alone (the keyboard and screen reader review of the
+    first session of 2026-12-07): a reader who cannot tell the colours apart could not tell
+    the clusters apart. Each now has its own marker too, none of them the centres' cross."""
+    from app.services.clustering import Cluster, ClusterResponse
+
+    n = 10
+    clusters = [Cluster(i, 1, f"c{i}", [], [f"t{i}"], [i], (float(i), 0.0)) for i in range(n)]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=n, k_chosen=False, silhouette=None,
+        texts=[f"t{i}" for i in range(n)], labels=list(range(n)),
+        coordinates=[(float(i), 0.0) for i in range(n)], sources=[], answers=[], clusters=clusters,
+        timings_ms={})
+    traces = render.cluster_figure(response).to_dict()["data"]
+    members = [t for t in traces if t.get("showlegend") is not False]
+    symbols = [t["marker"]["symbol"] for t in members]
+    assert len(members) == n and len(set(symbols)) == n, symbols
+    [centres] = [t for t in traces if t.get("showlegend") is False]
+    assert centres["marker"]["symbol"] not in symbols

@@ -115,6 +115,14 @@ def test_a_refused_delete_says_why_in_the_page(page) -> None:  # noqa: F811
     page.locator("#delete-status .facet-failed").wait_for(timeout=10_000)
     said = page.inner_text("#delete-status")
     assert "'not-its-name' does not match" in said and "Nothing was deleted" in said
+    # Gradio's status overlay, hidden after the error, was only transparent: a screen reader
+    # read "Clear, Error" in the confirmation box, and Tab stopped on the unseen "Clear".
+    assert "Clear" not in page.locator("#delete-confirm").aria_snapshot()
+    page.locator("#delete-button").focus()
+    for _ in range(4):  # every stop from the button on can be seen
+        page.keyboard.press("Shift+Tab")
+        assert page.evaluate("getComputedStyle(document.activeElement.closest("
+                             "'[data-testid=status-tracker]') || document.body).opacity") != "0"
 
 
 def test_a_collection_made_elsewhere_reaches_every_picker_on_refresh(page, ui_server) -> None:  # noqa: F811
