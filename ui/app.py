@@ -373,24 +373,31 @@ def select_if_default(box: gr.Textbox, value: str) -> None:
               api_visibility="private", queue=False)
 
 
-def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
+def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str,
+            then_focus: str | None = None) -> None:
     """``target`` set to ``js_result`` (a JavaScript expression of the picked ``value``) when a
     person picks a choice of ``dropdown`` (an ``elem_id``'d picker): a click on a choice, Enter,
     or a value typed and left, never a mere pass of the focus through it. Gradio 6.31 fires the
     picker's ``input`` on every blur: a name typed in the Index tab's new-collection box was
     wiped when the focus only passed the collection picker (the upload went into the picked
-    collection), and an edited instruction was put back to the example picked before."""
+    collection), and an edited instruction was put back to the example picked before.
+
+    ``then_focus``: the element (a CSS selector) the focus goes to after a pick. Enter in a
+    Gradio picker blurs it, and the focus fell to the page's body: a screen reader said nothing
+    of where the user was (the keyboard review of the first session of 2026-12-07)."""
     ident = dropdown.elem_id
     # Named as the page's other toggles (no facade call, in the browser alone).
     name = f"lambda_{str(ident).replace('-', '_')}"
     dropdown.focus(None, dropdown, None, js=PICKER_FOCUS_JS % {"id": ident},
                    api_name=f"{name}_focus", api_visibility="private", queue=False)
     picked = PICKED_JS % {"id": ident}
+    moved = ("" if then_focus is None else
+             f"setTimeout(() => document.querySelector({json.dumps(then_focus)})?.focus(), 0); ")
     dropdown.input(None, dropdown, target,
-                   js=f"(value) => {{ if ({picked}) return {js_result}; }}",
+                   js=f"(value) => {{ if ({picked}) {{ {moved}return {js_result}; }} }}",
                    api_name=f"{name}_input", api_visibility="private", queue=False)
     # A click on the choice already shown: no new value, and no Enter.
-    dropdown.select(None, dropdown, target, js=f"(value) => {js_result}",
+    dropdown.select(None, dropdown, target, js=f"(value) => {{ {moved}return {js_result}; }}",
                     api_name=f"{name}_select", api_visibility="private", queue=False)
 
 # After a refresh of the pickers' choices (``UiHandlers.picker_choices``): each value as the
@@ -908,7 +915,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 (c_collection, c_embedder, c_examples, c_b)):
             collection.change(h.collection_changed, collection, [embedder, examples],
                               api_visibility="private", **light)
-            on_pick(examples, box, "value || undefined")
+            # The focus to the instruction filled, to read or edit it.
+            on_pick(examples, box, "value || undefined", then_focus=f"#{box.elem_id} textarea")
         # The Cluster and Index tabs offer the allowed embedders and, once a collection is
         # picked, the specs with options it was indexed with (minilm[instruction_weight=1]).
         for collection, embedder, choices in ((k_collection, k_embedder, h.cluster_embedder_choices),

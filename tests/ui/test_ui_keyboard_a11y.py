@@ -74,6 +74,27 @@ def test_an_edited_instruction_survives_the_focus_passing_the_example_picker(pag
     assert box.input_value() == example + " about card payments"
 
 
+@pytest.mark.parametrize(("tab", "picker", "box"), [("Search", "search-examples", "search-instruction"),
+                                                   ("Compare", "compare-examples", "compare-b")])
+def test_an_example_picked_with_the_keyboard_leaves_the_focus_in_its_box(page, tab, picker,
+                                                                        box) -> None:  # noqa: F811
+    """Enter in the picker blurred it and the focus fell to the page's body: a screen reader said
+    nothing of where the user was, and the filled instruction was not where the focus was."""
+    open_tab(page, tab)
+    page.fill(f"#{box} textarea", "")
+    page.locator(f"#{picker} input").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"document.querySelector('#{box} textarea').value !== ''")
+    page.wait_for_function(f"document.activeElement === document.querySelector('#{box} textarea')")
+    # Passing through the picker again moves nothing (no pick).
+    page.keyboard.press("Tab")
+    assert page.evaluate(f"document.activeElement === document.querySelector('#{picker} input')")
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(500)
+    assert not page.evaluate(f"document.activeElement === document.querySelector('#{box} textarea')")
+
+
 def test_the_focus_comes_back_to_the_search_button(page) -> None:  # noqa: F811
     """Enter on Search disabled the focused button for the run: the focus fell to the page's
     body, and a keyboard user started again from the top."""
