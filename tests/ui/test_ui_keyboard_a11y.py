@@ -76,8 +76,8 @@ def test_an_edited_instruction_survives_the_focus_passing_the_example_picker(pag
 
 @pytest.mark.parametrize(("tab", "picker", "box"), [("Search", "search-examples", "search-instruction"),
                                                    ("Compare", "compare-examples", "compare-b")])
-def test_an_example_picked_with_the_keyboard_leaves_the_focus_in_its_box(page, tab, picker,
-                                                                        box) -> None:  # noqa: F811
+def test_an_example_picked_with_the_keyboard_leaves_the_focus_in_its_box(
+        page, tab, picker, box) -> None:  # noqa: F811
     """Enter in the picker blurred it and the focus fell to the page's body: a screen reader said
     nothing of where the user was, and the filled instruction was not where the focus was."""
     open_tab(page, tab)
