@@ -77,6 +77,7 @@ from app.services.indexing import (
     companion_key,
     confined,
     failed_documents_message,
+    give_back_freed_memory,
     job_end_line,
     left_empty,
     left_empty_note,
@@ -1038,6 +1039,7 @@ class ChunkedIndexService:
             try:
                 self.store.optimize(coll.name)
                 self.store.flush()
+                give_back_freed_memory()  # (what the optimizer freed: as an in-process job)
             except Exception as e:
                 if is_transient(e):
                     raise  # the task is retried; its next run finds the chunk done and finishes
