@@ -377,9 +377,17 @@ def decode_result(data: dict[str, Any], spec: str | None = None) -> np.ndarray:
 class CeleryQueryEncoder:
     """A ``QueryEncoder`` whose model runs on the workers (``query`` and ``index`` queues).
 
+    After a call no worker answered in time, the next calls to that queue first ask the
+    workers which queues they consume (a second at most, the answer shared for ``ASKED_S``):
+    where none consumes it, the call is refused at once, not after another
+    ``FACET_WORKER_TIMEOUT_S``. With every worker down each search waited the whole timeout
+    (60 s) to be told so, and a page or client waiting on it with it.
+
     Args:
         settings: broker, result backend, ``FACET_WORKER_TIMEOUT_S``.
     """
+
+    ASKED_S = 2.0  # how long one answer of the workers' queues serves the calls that follow
 
     def __init__(self, settings: FacetSettings) -> None:
         self.settings = settings
@@ -387,6 +395,26 @@ class CeleryQueryEncoder:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="facet-remote")
         self._identities: dict[str, str] = {}  # embedder -> identity the last answering worker reported
         self._answered = threading.local()  # .identities: this thread's last answers
+        self._silent: dict[str, float] = {}  # queue -> when a call to it last went unanswered
+        self._asked: dict[str, tuple[float, bool]] = {}  # queue -> (when, whether consumed)
+        self._asking = threading.Lock()
+
+    def _consumed(self, queue: str) -> bool:
+        """Whether a worker consumes ``queue`` now, as the workers answer in a second (shared
+        for ``ASKED_S``); True where they cannot be asked (the call then waits as before)."""
+        with self._asking:
+            asked = self._asked.get(queue)
+            if asked is not None and time.monotonic() - asked[0] < self.ASKED_S:
+                return asked[1]
+            try:
+                replies = self.app.control.inspect(timeout=1.0).active_queues() or {}
+                consumed = any(isinstance(q, dict) and q.get("name") == queue
+                               for queues in replies.values() for q in (queues or []))
+            except Exception as e:  # the broker gone, say: the call says so itself
+                logger.debug("could not ask the workers for their queues: %s", e)
+                consumed = True
+            self._asked[queue] = (time.monotonic(), consumed)
+            return consumed
 
     def _call(self, task: str, queue: str, kwargs: dict[str, Any],
               deadline: float | None = None) -> Any:
@@ -402,6 +430,12 @@ class CeleryQueryEncoder:
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): this process "
                     "had more requests for the workers waiting than it sends at once; start more "
                     f"workers (facet worker --queues {queue}) or send fewer requests at a time")
+        silent = self._silent.get(queue)
+        if silent is not None and not self._consumed(queue):
+            raise UnavailableError(
+                f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
+                f"workers just now; a call to it went unanswered {time.monotonic() - silent:.0f}s "
+                f"ago); start one: facet worker --queues {queue}")
         try:
             # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
             # dropped (revoked as expired) instead of being run later for nobody, ahead of the
@@ -414,13 +448,16 @@ class CeleryQueryEncoder:
             raise UnavailableError(f"could not send {task} to the {queue!r} queue: "
                                    f"{one_line(mask_passwords(str(e)))}") from e
         try:
-            return result.get(timeout=timeout, propagate=True)
+            answer = result.get(timeout=timeout, propagate=True)
+            self._silent.pop(queue, None)
+            return answer
         except Exception as e:
             if type(e).__name__ == "TimeoutError":
                 # A broker that stopped answering while the call waited is said as such, not
                 # blamed on the workers.
                 check_broker(self.settings, encoding=True)
                 check_result_backend(self.settings)
+                self._silent[queue] = time.monotonic()
                 raise UnavailableError(
                     f"no worker answered on the {queue!r} queue within "
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): none is "

@@ -327,6 +327,34 @@ def test_query_queue_encodes_on_the_worker(stack: Stack, minilm, tmp_path) -> No
         encoder.close()
 
 
+def test_with_no_worker_on_the_queue_only_the_first_query_waits(stack: Stack) -> None:
+    """With every worker down, each search waited FACET_WORKER_TIMEOUT_S (60 s) to be told so.
+    After one call went unanswered, the next asks the workers which queues they consume and is
+    refused at once where none takes its queue; once one does, calls go through again."""
+    import time
+
+    from app.errors import UnavailableError
+    from app.remote import CeleryQueryEncoder
+
+    encoder = CeleryQueryEncoder(stack.settings(worker_timeout_s=4.0))
+    try:
+        started = time.monotonic()
+        with pytest.raises(UnavailableError, match="no worker answered on the 'query' queue "
+                                                   "within 4s"):
+            encoder.encode(["first"], embedder="minilm")
+        assert time.monotonic() - started >= 4
+        started = time.monotonic()
+        with pytest.raises(UnavailableError, match=r"none consumes it .*start one: facet worker "
+                                                   r"--queues query"):
+            encoder.encode(["second"], embedder="minilm")
+        assert time.monotonic() - started < 3  # (the workers asked, a second)
+        stack.start_worker("query")
+        time.sleep(CeleryQueryEncoder.ASKED_S)  # (the last answer, "none", no longer serves)
+        assert encoder.encode(["third"], embedder="minilm").shape[0] == 1
+    finally:
+        encoder.close()
+
+
 def test_a_query_nobody_answered_in_time_is_not_run_later(stack: Stack, tmp_path) -> None:
     """A search whose encode timed out (no worker on the query queue) left its task queued:
     the next worker ran it for nobody, ahead of the queries sent after it. It now expires
