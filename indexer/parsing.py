@@ -645,12 +645,8 @@ def _stream_records(path: Path, suffix: str, max_bytes: int, text_column: str | 
     of gigabytes did not fit. Its documents and notes are those of the file read whole (a legacy
     encoding aside: it is detected on the first 256 KiB, not the whole file)."""
     key = str(path)
-    try:
-        chosen = _pieces_encoding(
-            path, lambda encoding, errors: _decode_pass(path, encoding, errors, checked), checked)
-    except OSError as e:
-        yield DocumentError(key, key, f"cannot read {path}: {e}")
-        return
+    chosen = _pieces_encoding(
+        path, lambda encoding, errors: _decode_pass(path, encoding, errors, checked), checked)
     if isinstance(chosen, DocumentError):
         yield chosen
         return
@@ -1095,8 +1091,17 @@ def _pieces_encoding(path: Path, read_pass: Callable[[str, str], _Pass],
     order mark, before the binary sniff of its first 8 KiB; UTF-8; UTF-8 with replacements
     when it has as many valid multi-byte characters as bad bytes (counted in pieces); else the
     encoding detected on its first 256 KiB; else UTF-8 with replacements, refused when too
-    many. Raises ``OSError`` where the file cannot be read."""
+    many; an error naming the file where it cannot be read."""
     key = str(path)
+    try:
+        return _choose_in_pieces(path, key, read_pass, checked)
+    except OSError as e:
+        return DocumentError(key, key, f"cannot read {path}: {e}")
+
+
+def _choose_in_pieces(path: Path, key: str, read_pass: Callable[[str, str], _Pass],
+                      checked: CheckedFile | None) -> tuple[str, str, list[str], _Pass] | DocumentError:
+    """``_pieces_encoding``'s choice; raises ``OSError``."""
     with _open(path, checked, "rb") as fh:
         head_bytes = fh.read(_DETECT_BYTES)
     for bom_codec in bom_codecs(head_bytes):  # (half or three quarters NULs)
@@ -1135,11 +1140,8 @@ def _stream_text(path: Path, size: int, *, markdown: bool,
     hashes it. Every read of it (``checked``: of the file its caller checked) and the
     document's own second read, ``pieces``, are of the same file."""
     key = str(path)
-    try:
-        chosen = _pieces_encoding(
-            path, lambda encoding, errors: _hash_pass(path, encoding, errors, checked), checked)
-    except OSError as e:
-        return DocumentError(key, key, f"cannot read {path}: {e}")
+    chosen = _pieces_encoding(
+        path, lambda encoding, errors: _hash_pass(path, encoding, errors, checked), checked)
     if isinstance(chosen, DocumentError):
         return chosen
     encoding, errors, warnings, (digest, head, content, _replaced, nuls) = chosen
