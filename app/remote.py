@@ -18,6 +18,7 @@ A broker that is down is an ``UnavailableError`` after ``FACET_BROKER_TIMEOUT_S`
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -400,14 +401,22 @@ class CeleryQueryEncoder:
         self._asking = threading.Lock()
 
     def _consumed(self, queue: str) -> bool:
-        """Whether a worker consumes ``queue`` now, as the workers answer in a second (shared
-        for ``ASKED_S``); True where they cannot be asked (the call then waits as before)."""
+        """Whether a worker says it consumes ``queue`` now, asked in a second (the answer
+        shared for ``ASKED_S``); True where the broker cannot be reached at once (the call then
+        says so itself). A ``--pool solo`` worker busy with a task cannot answer: it counts as
+        none (where before the call waited, answered only if that task ended in time)."""
         with self._asking:
             asked = self._asked.get(queue)
             if asked is not None and time.monotonic() - asked[0] < self.ASKED_S:
                 return asked[1]
             try:
-                replies = self.app.control.inspect(timeout=1.0).active_queues() or {}
+                # One try to connect: kombu's own retries took 6 s a call with the broker down
+                # (helper-542's review), every call after an unanswered one.
+                with self.app.connection_for_write() as connection:
+                    connection.ensure_connection(max_retries=0,
+                                                 timeout=self.settings.broker_timeout_s)
+                    replies = self.app.control.inspect(
+                        timeout=1.0, connection=connection).active_queues() or {}
                 consumed = any(isinstance(q, dict) and q.get("name") == queue
                                for queues in replies.values() for q in (queues or []))
             except Exception as e:  # the broker gone, say: the call says so itself
@@ -415,6 +424,12 @@ class CeleryQueryEncoder:
                 consumed = True
             self._asked[queue] = (time.monotonic(), consumed)
             return consumed
+
+    def _heard(self, queue: str) -> None:
+        """A worker answered a call to ``queue`` (a result or its error): calls wait again."""
+        self._silent.pop(queue, None)
+        with self._asking:
+            self._asked.pop(queue, None)
 
     def _call(self, task: str, queue: str, kwargs: dict[str, Any],
               deadline: float | None = None) -> Any:
@@ -435,7 +450,8 @@ class CeleryQueryEncoder:
             raise UnavailableError(
                 f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
                 f"workers just now; a call to it went unanswered {time.monotonic() - silent:.0f}s "
-                f"ago); start one: facet worker --queues {queue}")
+                "ago): none is running, or each is a `--pool solo` worker busy with a task; "
+                f"start one: facet worker --queues {queue}")
         try:
             # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
             # dropped (revoked as expired) instead of being run later for nobody, ahead of the
@@ -449,9 +465,13 @@ class CeleryQueryEncoder:
                                    f"{one_line(mask_passwords(str(e)))}") from e
         try:
             answer = result.get(timeout=timeout, propagate=True)
-            self._silent.pop(queue, None)
+            self._heard(queue)
             return answer
         except Exception as e:
+            if type(e).__name__ != "TimeoutError":
+                with contextlib.suppress(Exception):  # (the backend gone: said below)
+                    if result.ready():
+                        self._heard(queue)  # a worker's error is its answer
             if type(e).__name__ == "TimeoutError":
                 # A broker that stopped answering while the call waited is said as such, not
                 # blamed on the workers.

@@ -355,6 +355,32 @@ def test_with_no_worker_on_the_queue_only_the_first_query_waits(stack: Stack) ->
         encoder.close()
 
 
+def test_with_the_broker_gone_after_an_unanswered_query_calls_still_fail_fast(tmp_path) -> None:
+    """Asking the workers for their queues let kombu retry the broker: 6 s a call with nothing
+    listening, every call after an unanswered one, for as long as the broker was down
+    (helper-542's review). The unanswered call is set by hand: a client that has not reached the
+    broker since (a restart of it, or of the server) cannot have had one of its own."""
+    import time
+
+    from app.errors import UnavailableError
+    from app.remote import CeleryQueryEncoder
+    from app.settings import FacetSettings
+    from tests.app.served import free_port
+
+    encoder = CeleryQueryEncoder(FacetSettings(
+        data_dir=tmp_path / "data", broker_url=f"redis://localhost:{free_port()}/0",
+        encode_on_workers=True))
+    try:
+        encoder._silent["query"] = time.monotonic()  # (as after a timeout)
+        for _ in range(2):
+            started = time.monotonic()
+            with pytest.raises(UnavailableError, match="cannot reach the broker"):
+                encoder.encode(["again"], embedder="minilm")
+            assert time.monotonic() - started < 3, time.monotonic() - started
+    finally:
+        encoder.close()
+
+
 def test_a_query_nobody_answered_in_time_is_not_run_later(stack: Stack, tmp_path) -> None:
     """A search whose encode timed out (no worker on the query queue) left its task queued:
     the next worker ran it for nobody, ahead of the queries sent after it. It now expires
