@@ -639,15 +639,19 @@ def _has_body(scope: dict[str, Any]) -> bool:
 
 
 def _keyed(scope: dict[str, Any]) -> bool:
-    """Whether ``scope``'s route takes the key: the first route its path matches (whatever its
-    method) depends on ``_require_key``; True where none matches."""
+    """Whether ``scope``'s route takes the key: the route that answers it (the first matching
+    path and method, as the router picks it; else the first matching its path alone, whose
+    405 it is) depends on ``_require_key``; True where none matches."""
     from starlette.routing import Match
 
-    for route in scope["app"].router.routes:
-        if route.matches(scope)[0] is not Match.NONE:
-            return isinstance(route, APIRoute) and any(
-                d.call is _require_key for d in route.dependant.dependencies)
-    return True
+    routes = scope["app"].router.routes
+    matches = [(route, route.matches(scope)[0]) for route in routes]
+    route = next((r for r, m in matches if m is Match.FULL), None) or \
+        next((r for r, m in matches if m is Match.PARTIAL), None)
+    if route is None:
+        return True
+    return isinstance(route, APIRoute) and any(
+        d.call is _require_key for d in route.dependant.dependencies)
 
 
 class _RootPathLinks:

@@ -96,3 +96,28 @@ def test_a_route_that_takes_no_key_still_answers_as_before(keyed) -> None:
     # And a request without a body is the route's own refusal, as it was.
     assert keyed.get("/collections").status_code == 401
     assert keyed.get("/no/such/route").status_code == 404
+
+
+def test_the_route_that_answers_the_method_decides(minilm, tmp_path) -> None:
+    """The first route matching the path decided, whatever its method: a keyed POST on a path
+    whose GET takes no key had its body read before the key was checked (none such today:
+    helper-542's review; this app adds one)."""
+    from typing import Any
+
+    from fastapi import Body, Depends
+
+    from app.api.server import _require_key
+
+    def posted(body: Any = Body(...)) -> dict:  # (a body: FastAPI reads it before the key)
+        return {"posted": body}
+
+    facet = serving_facet(tmp_path / "data", minilm, api_key="s3cret")
+    try:
+        app = create_app(facet)
+        app.add_api_route("/health", posted, methods=["POST"], dependencies=[Depends(_require_key)])
+        with TestClient(app) as c:
+            sent, asked = _stalled(c, "POST", "/health", {"content-length": "10"})
+            assert _status(sent) == 401 and asked == 0, sent
+            assert c.get("/health").status_code == 200  # its GET still takes no key
+    finally:
+        facet.close()
