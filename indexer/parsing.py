@@ -547,7 +547,8 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
             ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them is
             refused unless it has one column, not an id, which is then its text).
         stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
-            (read in pieces when chunked); None reads every file whole.
+            (read in pieces when chunked); None reads every file whole (``records_over_bytes``
+            aside).
         checked: the file to read for ``path``, opened and checked by the caller
             (``CheckedFile``: a confined run's); None opens ``path``.
         records_over_bytes: a .jsonl/.csv file larger than this is parsed a line at a time

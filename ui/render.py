@@ -598,9 +598,10 @@ def cluster_label(cluster: Cluster) -> str:
 
 
 # Each cluster's marker, besides its colour: the colour alone told them apart (apart from
-# the crosses of the centres, "x", which none of these is).
+# the crosses of the centres, "x", which none of these is). Eleven, prime to the palette's 20:
+# no two of 220 clusters share both (with ten, cluster 20 was cluster 0 again).
 MARKERS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "star", "hexagon",
-           "pentagon", "triangle-left", "triangle-right"]
+           "pentagon", "triangle-left", "triangle-right", "hourglass"]
 
 
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:

@@ -596,10 +596,11 @@ def test_the_jobs_table_counts_what_a_sync_removed() -> None:
 def test_each_cluster_has_its_own_marker_not_only_its_colour() -> None:
     """The clusters differed by colour alone (the keyboard and screen reader review of the
     first session of 2026-12-07): a reader who cannot tell the colours apart could not tell
-    the clusters apart. Each now has its own marker too, none of them the centres' cross."""
-    from app.services.clustering import Cluster, ClusterResponse
+    the clusters apart. Each now has its own marker too, none of them the centres' cross, and
+    no two of the most clusters a run makes share both marker and colour."""
+    from app.services.clustering import MAX_K, Cluster, ClusterResponse
 
-    n = 10
+    n = MAX_K
     clusters = [Cluster(i, 1, f"c{i}", [], [f"t{i}"], [i], (float(i), 0.0)) for i in range(n)]
     response = ClusterResponse(
         instruction="x", embedder="minilm", explainer=None, k=n, k_chosen=False, silhouette=None,
@@ -609,6 +610,7 @@ def test_each_cluster_has_its_own_marker_not_only_its_colour() -> None:
     traces = render.cluster_figure(response).to_dict()["data"]
     members = [t for t in traces if t.get("showlegend") is not False]
     symbols = [t["marker"]["symbol"] for t in members]
-    assert len(members) == n and len(set(symbols)) == n, symbols
+    assert len(members) == n and len(set(symbols[:10])) == 10, symbols
+    assert len({(t["marker"]["symbol"], t["marker"]["color"]) for t in members}) == n
     [centres] = [t for t in traces if t.get("showlegend") is False]
     assert centres["marker"]["symbol"] not in symbols
