@@ -400,10 +400,10 @@ class CeleryQueryEncoder:
         self._asked: dict[str, tuple[float, bool]] = {}  # queue -> (when, whether consumed)
         self._asking = threading.Lock()
 
-    def _consumed(self, queue: str) -> bool:
+    def _consumed(self, queue: str) -> bool | None:
         """Whether a worker says it consumes ``queue`` now, asked in a second (the answer
-        shared for ``ASKED_S``); True where the broker cannot be reached at once (the call then
-        says so itself). A ``--pool solo`` worker busy with a task cannot answer: it counts as
+        shared for ``ASKED_S``); None where the workers could not be asked (the broker not
+        reached at once). A ``--pool solo`` worker busy with a task cannot answer: it counts as
         none (where before the call waited, answered only if that task ended in time)."""
         with self._asking:
             asked = self._asked.get(queue)
@@ -419,9 +419,9 @@ class CeleryQueryEncoder:
                         timeout=1.0, connection=connection).active_queues() or {}
                 consumed = any(isinstance(q, dict) and q.get("name") == queue
                                for queues in replies.values() for q in (queues or []))
-            except Exception as e:  # the broker gone, say: the call says so itself
+            except Exception as e:  # the broker gone, say: the caller asks it
                 logger.debug("could not ask the workers for their queues: %s", e)
-                consumed = True
+                return None
             self._asked[queue] = (time.monotonic(), consumed)
             return consumed
 
@@ -446,7 +446,12 @@ class CeleryQueryEncoder:
                     "had more requests for the workers waiting than it sends at once; start more "
                     f"workers (facet worker --queues {queue}) or send fewer requests at a time")
         silent = self._silent.get(queue)
-        if silent is not None and not self._consumed(queue):
+        consumed = None if silent is None else self._consumed(queue)
+        if silent is not None and consumed is None:
+            # The workers could not be asked: a broker down is said now, where the send's own
+            # retries took 15 s more to say it (helper-543, a SIGSTOPped Redis).
+            check_broker(self.settings, encoding=True)
+        if silent is not None and consumed is False:
             raise UnavailableError(
                 f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
                 f"workers just now; a call to it went unanswered {time.monotonic() - silent:.0f}s "

@@ -137,3 +137,26 @@ def test_an_answer_slower_than_the_broker_timeout_still_arrives(tmp_path) -> Non
         encoder.close()
     assert vectors.shape == (1, 4)
     assert answered and 4.0 <= took < 15, took
+
+
+def test_a_stalled_broker_after_an_unanswered_query_is_said_as_soon(tmp_path) -> None:
+    """After a query went unanswered, the next asks the workers for their queues first: with
+    the broker stalled, that ask failed and the send's own retries then took 15 s more to say
+    it (18 s in all at 3 s; helper-543's verification round). The broker is now asked at once."""
+    from app.errors import UnavailableError
+    from app.remote import CeleryQueryEncoder
+
+    server = own_redis(tmp_path)
+    encoder = CeleryQueryEncoder(_settings(tmp_path, server, worker_timeout_s=1.0))
+    try:
+        with pytest.raises(UnavailableError, match="within 1s"):  # no worker: the queue is silent
+            encoder.encode(["first"], embedder="minilm")
+        _stall(server)
+        t0 = time.monotonic()
+        with pytest.raises(UnavailableError, match="cannot reach the broker"):
+            encoder.encode(["card fraud"], embedder="minilm")
+        took = time.monotonic() - t0
+    finally:
+        _resume_and_stop(server)
+        encoder.close()
+    assert took < 4.5, took  # the ask's and the check's second each, with margins
