@@ -379,10 +379,11 @@ class CeleryQueryEncoder:
     """A ``QueryEncoder`` whose model runs on the workers (``query`` and ``index`` queues).
 
     After a call no worker answered in time, the next calls to that queue first ask the
-    workers which queues they consume (a second at most, the answer shared for ``ASKED_S``):
-    where none consumes it, the call is refused at once, not after another
-    ``FACET_WORKER_TIMEOUT_S``. With every worker down each search waited the whole timeout
-    (60 s) to be told so, and a page or client waiting on it with it.
+    workers which queues they consume (a second, the answer shared for ``ASKED_S``; where the
+    broker cannot be reached for it, the broker's own check says so): where none consumes it,
+    the call is refused at once, not after another ``FACET_WORKER_TIMEOUT_S``. With every
+    worker down each search waited the whole timeout (60 s) to be told so, and a page or client
+    waiting on it with it.
 
     Args:
         settings: broker, result backend, ``FACET_WORKER_TIMEOUT_S``.
@@ -426,8 +427,11 @@ class CeleryQueryEncoder:
             return consumed
 
     def _heard(self, queue: str) -> None:
-        """A worker answered a call to ``queue`` (a result or its error): calls wait again."""
-        self._silent.pop(queue, None)
+        """A worker answered a call to ``queue`` (a result or its error): calls wait again.
+        (Every answer comes here: the lock, which an ask holds for a second or more, only where
+        there is something to forget.)"""
+        if self._silent.pop(queue, None) is None and queue not in self._asked:
+            return
         with self._asking:
             self._asked.pop(queue, None)
 
