@@ -620,10 +620,8 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         return
     text, warnings = decoded
     if suffix in _LINE_RECORDS:
-        # Lines end at "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON
-        # strings may hold raw (json.dumps(..., ensure_ascii=False) writes them so).
-        yield from _once_per_file(_LINE_RECORDS[suffix](path, io.StringIO(text), warnings,
-                                                        max_bytes, text_column), warnings)
+        yield from _once_per_file(_LINE_RECORDS[suffix](path, _lines(text), warnings, max_bytes,
+                                                        text_column), warnings)
     elif suffix == ".json":
         yield from _once_per_file(_parse_json(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix in HTML_SUFFIXES:
@@ -636,6 +634,20 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
                                      _titled(_front_matter_title(text), _without_front_matter(text)),
                                      title=_markdown_title(text), metadata=meta,
                                      warnings=[*warnings, *notes]))
+
+
+def _lines(text: str) -> Iterator[str]:
+    """``text``'s lines, each with its "\n" (the last one without, where the text does not end
+    in one), as a file opened with ``newline="\n"`` gives them. Lines end at "\n" only:
+    str.splitlines also splits at U+2028, U+0085 ..., which JSON strings may hold raw
+    (json.dumps(..., ensure_ascii=False) writes them so). One at a time: io.StringIO held the
+    text again at four bytes a character (35 MB for an 8.7 MB jsonl, against 11 MB split)."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end + 1]
+        start = end + 1
+    if start < len(text):
+        yield text[start:]
 
 
 def _stream_records(path: Path, suffix: str, max_bytes: int, text_column: str | None,
