@@ -450,17 +450,18 @@ class CeleryQueryEncoder:
                     "had more requests for the workers waiting than it sends at once; start more "
                     f"workers (facet worker --queues {queue}) or send fewer requests at a time")
         silent = self._silent.get(queue)
-        consumed = None if silent is None else self._consumed(queue)
-        if silent is not None and consumed is None:
-            # The workers could not be asked: a broker down is said now, where the send's own
-            # retries took 15 s more to say it (helper-543, a SIGSTOPped Redis).
-            check_broker(self.settings, encoding=True)
-        if silent is not None and consumed is False:
-            raise UnavailableError(
-                f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
-                f"workers just now; a call to it went unanswered {time.monotonic() - silent:.0f}s "
-                "ago): none is running, or each is a `--pool solo` worker busy with a task; "
-                f"start one: facet worker --queues {queue}")
+        if silent is not None:
+            consumed = self._consumed(queue)
+            if consumed is None:
+                # The workers could not be asked: a broker down is said now, where the send's
+                # own retries took 15 s more to say it (helper-543, a SIGSTOPped Redis).
+                check_broker(self.settings, encoding=True)
+            elif not consumed:
+                raise UnavailableError(
+                    f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
+                    f"workers just now; a call to it went unanswered "
+                    f"{time.monotonic() - silent:.0f}s ago): none is running, or each is a "
+                    f"`--pool solo` worker busy with a task; start one: facet worker --queues {queue}")
         try:
             # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
             # dropped (revoked as expired) instead of being run later for nobody, ahead of the
@@ -477,10 +478,6 @@ class CeleryQueryEncoder:
             self._heard(queue)
             return answer
         except Exception as e:
-            if type(e).__name__ != "TimeoutError":
-                with contextlib.suppress(Exception):  # (the backend gone: said below)
-                    if result.ready():
-                        self._heard(queue)  # a worker's error is its answer
             if type(e).__name__ == "TimeoutError":
                 # A broker that stopped answering while the call waited is said as such, not
                 # blamed on the workers.
@@ -492,6 +489,9 @@ class CeleryQueryEncoder:
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): none is "
                     f"running, or each is busy or stalled; start one: facet worker --queues "
                     f"{queue}") from e
+            with contextlib.suppress(Exception):  # (the backend gone: said below)
+                if result.ready():
+                    self._heard(queue)  # a worker's error is its answer
             # The broker (or result backend) gone while waiting is said as such: it read as
             # "the worker failed: RuntimeError: Retry limit exceeded" (or, raised again by the
             # ``forget`` below, a traceback and a 500).
