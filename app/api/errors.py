@@ -491,6 +491,13 @@ class UnexpectedErrorMiddleware:
             await response(scope, receive, send)
 
 
+def declares_body(headers: dict[bytes, bytes]) -> bool:
+    """Whether a request's headers (an ASGI scope's, as a dict) say a body follows: a
+    Content-Length other than 0, or Transfer-Encoding (chunked)."""
+    return b"transfer-encoding" in headers or \
+        headers.get(b"content-length", b"").strip() not in (b"", b"0")
+
+
 class BodyLimitMiddleware:
     """Refuses request bodies over ``max_bytes`` with 413, before the app parses them.
 
@@ -532,9 +539,7 @@ class BodyLimitMiddleware:
             return
         headers = dict(scope.get("headers") or [])
         encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()
-        length_given = headers.get(b"content-length", b"").strip()
-        has_body = b"transfer-encoding" in headers or (length_given not in (b"", b"0"))
-        if encoding not in ("", "identity") and has_body:
+        if encoding not in ("", "identity") and declares_body(headers):
             # A body is never decoded: a plain one sent under gzip, deflate or br went through
             # as if uncompressed, and a real deflate or br one was "not valid JSON".
             shown = encoding if encoding.isprintable() and len(encoding) <= 40 else f"{encoding[:40]!r}"

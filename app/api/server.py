@@ -620,22 +620,17 @@ class _KeyBeforeBody:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not _has_body(scope) or _key_sent(Request(scope)) or \
-                not _keyed(scope):
+        if scope["type"] != "http" or not errors.declares_body(dict(scope.get("headers") or [])):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        if _key_sent(request) or not _keyed(scope):
+            await self.app(scope, receive, send)
+            return
         try:
             await _require_key(request)
         except HTTPException as exc:
             await (await errors.http_error(request, exc))(scope, receive, send)
-
-
-def _has_body(scope: dict[str, Any]) -> bool:
-    """Whether the request says it sends a body (a non-zero Content-Length, or chunked)."""
-    headers = dict(scope.get("headers") or [])
-    return b"transfer-encoding" in headers or \
-        headers.get(b"content-length", b"").strip() not in (b"", b"0")
 
 
 def _keyed(scope: dict[str, Any]) -> bool:
