@@ -53,10 +53,9 @@ def test_a_large_record_file_is_not_held_whole_while_read(tmp_path) -> None:
     path = _jsonl(tmp_path / "corpus.jsonl", 2000, words=400)  # 4 MB
     size = path.stat().st_size
 
-    def overhead(records_over: int | None) -> int:
+    def overhead(records_over: int) -> int:
         """What reading it took beyond the documents kept: the peak less what is held after."""
-        cache = _ParseCache(records_over_bytes=records_over) if records_over is not None \
-            else _ParseCache(records_over_bytes=1 << 40)
+        cache = _ParseCache(records_over_bytes=records_over)
         tracemalloc.start()
         try:
             docs = cache.documents(str(path), max_bytes=1 << 20)
@@ -67,7 +66,7 @@ def test_a_large_record_file_is_not_held_whole_while_read(tmp_path) -> None:
         return peak - current
 
     assert overhead(1 << 20) < size / 2  # a line at a time
-    assert overhead(None) > 2 * size  # whole: its bytes, its text and its lines at once
+    assert overhead(1 << 40) > 2 * size  # whole: its bytes and its text at once
 
 
 def test_a_worker_takes_its_bounds_from_the_settings(make_ctx) -> None:
