@@ -294,9 +294,10 @@ class FacetSettings(BaseSettings):
                                                "it does nothing)")
     worker_parse_cache_mb: float = Field(
         default=512, gt=0, le=1 << 30, description="the parsed source files a worker process "
-                                                   "keeps for the chunks that follow, by their "
-                                                   "size on disk (the last one read is kept "
-                                                   "whatever its size)")
+                                                   "keeps for the chunks that follow, by about "
+                                                   "the memory their documents take (the last "
+                                                   "one read is kept whatever that is, a large "
+                                                   "record file a window of it at a time)")
     worker_poison_limit: int = Field(
         default=3, ge=1, description="a chunk whose worker died this many times is failed, not "
                                      "retried (recorded in the job table)")

@@ -78,7 +78,7 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -536,7 +536,7 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
                text_column: str | None = None,
                stream_over_bytes: int | None = None,
                checked: CheckedFile | None = None,
-               records_over_bytes: int | None = None) -> Iterator[ParseResult]:
+               records_over_bytes: int | None = None) -> Generator[ParseResult, None, None]:
     """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
 
     Its documents name the file by the UTF-8 text of its name whatever the locale's encoding
@@ -583,7 +583,7 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
     if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
         yield _stream_text(path, size, markdown=suffix != ".txt", checked=checked)
         return
-    if suffix in _LINE_RECORDS and records_over_bytes is not None and size > records_over_bytes:
+    if reads_records_by_line(path, size, records_over_bytes):
         yield from _stream_records(path, suffix, max_bytes, text_column, checked)
         return
     if suffix not in (".pdf", ".docx") and size > _SNIFF:
@@ -2519,6 +2519,13 @@ def _parse_csv(path: Path, text: Iterable[str], warnings: list[str], max_bytes: 
 # The record files read a line at a time, by their parsers (``_stream_records`` reads them so
 # over the stream limit; a .json array is read whole).
 _LINE_RECORDS = {".jsonl": _parse_jsonl, ".csv": _parse_csv}
+
+
+def reads_records_by_line(path: Path, size: int, records_over_bytes: int | None) -> bool:
+    """Whether ``parse_file`` reads ``path`` (of ``size`` bytes) a record at a time, as it is
+    read (``_stream_records``): a .jsonl/.csv file over ``records_over_bytes`` (None: never)."""
+    return (path.suffix.lower() in _LINE_RECORDS and records_over_bytes is not None
+            and size > records_over_bytes)
 
 
 def allow_long_csv_fields() -> None:

@@ -9,11 +9,11 @@ loses and duplicates nothing:
   source once, skip unchanged documents, record parse errors, apply ``--sync`` deletions,
   and write the remaining documents as chunk rows of ``worker_chunk_docs`` documents each
   (key, source, content hash, and a confined job's folders: each chunk reads a file only where
-  what it opens lies under them, ``_ParseCache.read_under``, as the plan did). Re-delivered, it
+  what it opens lies under them, ``_ParseCache.pick``, as the plan did). Re-delivered, it
   re-sends the chunks still ``queued``.
 * **run_chunk** (task ``facet.index_chunk``): *claim* the chunk (one conditional UPDATE: only
   a ``queued`` chunk or one whose claimer stopped renewing), re-read its documents from the
-  source (a per-process parse cache keyed by file, size and mtime), and run the index
+  source (a per-process parse cache keyed by file and stamp, ``_ParseCache``), and run the index
   service's write protocol on them; marking the chunk ``done`` and adding its counts to the
   job happen in the same transaction as the documents' ``indexed`` status, so a chunk
   re-delivered after it committed does nothing and counts nothing.
@@ -47,9 +47,10 @@ import datetime as dt
 import json
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ from app.services.indexing import (
     IndexReport,
     IndexService,
     OpenedUnder,
+    OutsideRoots,
     PreparedJob,
     Seen,
     cancelled_message,
@@ -93,7 +95,15 @@ from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import CheckedFile, DocumentError, ParsedDocument, discover, parse_file
+from indexer.parsing import (
+    CheckedFile,
+    DocumentError,
+    ParsedDocument,
+    ParseResult,
+    discover,
+    parse_file,
+    reads_records_by_line,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +241,47 @@ class _Tally:
     outside: int = 0
 
 
+def _held(item: ParsedDocument | DocumentError) -> int:
+    """About what ``item`` takes in memory, in bytes: its strings and metadata, and the objects
+    around them (within 15% of tracemalloc's figure on a jsonl of titled records with two
+    metadata fields, 20 to 400 words each: held 2.2 times the file's size)."""
+    size = sys.getsizeof
+    if isinstance(item, DocumentError):
+        return 200 + size(item.key) + size(item.source) + size(item.message)
+    return (200 + size(item.key) + size(item.source) + size(item.text)
+            + (size(item.title) if item.title else 0) + size(item.metadata)
+            + sum(size(k) + size(v) for k, v in item.metadata.items())
+            + sum(size(w) for w in item.warnings))
+
+
+@dataclass
+class _Kept:
+    """One file's documents in ``_ParseCache``: all of them by key (the first of a repeated
+    key) with the later ones of a repeated key, or (``window``) some of a record file read a
+    line at a time, each the first of its key in the file; ``held``: about what they take."""
+
+    stamp: tuple[int, ...]
+    docs: dict[str, ParsedDocument | DocumentError]
+    repeated: list[ParsedDocument | DocumentError]
+    held: int
+    window: bool = False
+
+
+@dataclass
+class _Opened:
+    """A file ``_ParseCache`` reads a line at a time: ``gone`` where it cannot be looked at
+    (nothing of it is read, as ``read`` answers), ``outside`` where a confined job finds it
+    outside its folders; else its stamp, what to read (a confined job's checked file) and
+    whether what was read is still the file checked, after the read (``OpenedUnder``)."""
+
+    stamp: tuple[int, ...] = ()
+    checked: CheckedFile | None = None
+    still_under: Callable[[], bool] = lambda: True
+    by_fd: bool = True
+    gone: bool = False
+    outside: bool = False
+
+
 class _ParseCache:
     """Parsed documents of recently read source files, per process (a jsonl corpus is read
     once by a worker process, not once per chunk). Keyed by path and the job's text column,
@@ -242,12 +293,15 @@ class _ParseCache:
     was, so a worker planned the old text as unchanged (the exFAT exploration of the fourth
     session of 2026-12-02).
 
-    What it keeps is bounded by the files' sizes (``max_bytes_kept``, ``FACET_WORKER_PARSE_CACHE_MB``;
-    the most recent file is kept whatever its size, so the chunks of one large file read it
-    once): it kept the last 4,096 files whatever their sizes, and a corpus of a hundred 50 MB
-    jsonl shards was held whole by every worker process, several times its size. A record file
-    over the stream limit is parsed a line at a time (``parse_file``'s ``records_over_bytes``),
-    not held three times over while it is read."""
+    What it keeps is bounded by about the memory its documents take (``max_bytes_kept``,
+    ``FACET_WORKER_PARSE_CACHE_MB``; ``_held``); the most recent file is kept whatever that is,
+    so the chunks of a file read it once). A record file over the stream limit
+    (``records_over_bytes``) is read a line at a time and never kept whole: the plan keeps its
+    first documents, up to the budget, and a chunk asking for documents that are not kept reads
+    the file again, keeping from the first it asks for on (a window: chunks run in the file's
+    order). Kept whole, a 190 MB jsonl held 650 MB in each worker process that planned or ran a
+    chunk of it, and a corpus larger than the machine's memory could not be indexed by workers
+    at all (the memory review of the first session of 2026-12-07)."""
 
     RACY_NS = 3_000_000_000
 
@@ -256,33 +310,118 @@ class _ParseCache:
         self.max_files = max_files
         self.max_bytes_kept = max_bytes_kept
         self.records_over_bytes = records_over_bytes
-        self._files: collections.OrderedDict[
-            str, tuple[tuple[int, ...], dict[str, Any], list[Any]]] = collections.OrderedDict()
+        self._files: collections.OrderedDict[str, _Kept] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def documents(self, path: str, max_bytes: int, text_column: str | None = None
-                  ) -> dict[str, ParsedDocument | DocumentError]:
-        """The file's documents by key (the first of a repeated key)."""
-        return self.read(path, max_bytes, text_column)[0]
+    # ------------------------------------------------------------------ what a job asks for
+
+    def planned(self, path: str, max_bytes: int, text_column: str | None = None,
+                allowed: Sequence[Path] | None = None
+                ) -> Iterator[ParsedDocument | DocumentError | OutsideRoots]:
+        """The file's documents for a job's plan: the first of each key in the file's order,
+        then the later ones of a repeated key (an id the file gives twice: the plan reports
+        each as the inline run does); one ``OutsideRoots`` instead where a confined job
+        (``allowed``: its folders' real paths) finds the file outside its folders."""
+        if not self._by_line(path):
+            found = (self.read(path, max_bytes, text_column) if allowed is None
+                     else self.read_under(path, max_bytes, text_column, allowed))
+            if found is None:
+                yield OutsideRoots(Path(path))
+                return
+            yield from found[0].values()
+            yield from found[1]
+            return
+        read_at = time.time_ns()
+        with self._opened(path, allowed) as source:
+            if source.gone:
+                return
+            if source.outside:
+                yield OutsideRoots(Path(path))
+                return
+            results: Iterable[ParseResult] = parse_file(
+                Path(path), max_bytes=max_bytes, text_column=text_column, checked=source.checked,
+                records_over_bytes=self.records_over_bytes)
+            if not source.by_fd:  # (the fallback: given only if still the file checked after)
+                results = list(results)
+                if not source.still_under():
+                    yield OutsideRoots(Path(path))
+                    return
+            keys: set[str] = set()
+            repeated: list[ParsedDocument | DocumentError] = []
+            first: dict[str, ParsedDocument | DocumentError] = {}  # (kept for the chunks)
+            held = 0
+            for item in results:
+                if not isinstance(item, ParsedDocument | DocumentError):
+                    continue
+                if item.key in keys:
+                    repeated.append(item)
+                    continue
+                keys.add(item.key)
+                if held < self.max_bytes_kept:
+                    first[item.key] = item
+                    held += _held(item)
+                yield item
+            yield from repeated
+        self._keep(self._key(path, text_column, allowed), read_at,
+                   _Kept(source.stamp, first, [], held, window=True))
+
+    def pick(self, path: str, keys: set[str], max_bytes: int, text_column: str | None = None,
+             allowed: Sequence[Path] | None = None
+             ) -> dict[str, ParsedDocument | DocumentError] | None:
+        """The file's documents by key for a chunk that asks for ``keys`` (the first of a
+        repeated key): all of them, or, of a record file read a line at a time, at least those
+        asked for that it still has. None where a confined job (``allowed``) finds the file
+        outside its folders."""
+        if not self._by_line(path):
+            found = (self.read(path, max_bytes, text_column) if allowed is None
+                     else self.read_under(path, max_bytes, text_column, allowed))
+            return None if found is None else found[0]
+        read_at = time.time_ns()
+        cache_key = self._key(path, text_column, allowed)
+        with self._opened(path, allowed) as source:
+            if source.gone:
+                return {}
+            if source.outside:
+                return None
+            with self._lock:
+                hit = self._files.get(cache_key)
+                if hit is not None and hit.stamp == source.stamp and hit.window \
+                        and keys <= hit.docs.keys():
+                    self._files.move_to_end(cache_key)
+                    return hit.docs
+                # Let the window go before the next is read (both held: its peak twice the budget).
+                dropped = self._files.pop(cache_key, None)
+            if dropped is not None:
+                del dropped, hit
+                give_back_freed_memory()  # (glibc keeps what its documents freed)
+            with contextlib.closing(parse_file(
+                    Path(path), max_bytes=max_bytes, text_column=text_column,
+                    checked=source.checked, records_over_bytes=self.records_over_bytes)) as results:
+                docs, held = self._window(results, keys)
+            if not source.still_under():
+                return None
+        self._keep(cache_key, read_at, _Kept(source.stamp, docs, [], held, window=True))
+        return docs
+
+    # ------------------------------------------------------------------ files read whole
 
     def read(self, path: str, max_bytes: int, text_column: str | None = None
              ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
-        """The file's documents by key, and the later ones of a repeated key (an id the file
-        gives twice: the plan reports each as the inline run does; they were dropped unsaid)."""
+        """The file's documents by key, and the later ones of a repeated key."""
         read_at = time.time_ns()
         try:
             st = os.stat(path)
             stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         except OSError:
             return {}, []
-        key = f"{path}\0{text_column or ''}"
+        key = self._key(path, text_column, None)
         with self._lock:
             hit = self._files.get(key)
-            if hit is not None and hit[0] == stamp:
+            if hit is not None and hit.stamp == stamp and not hit.window:
                 self._files.move_to_end(key)
-                return hit[1], hit[2]
+                return hit.docs, hit.repeated
         docs, repeated = self._parse(Path(path), max_bytes, text_column)
-        self._keep(key, stamp, read_at, docs, repeated)
+        self._keep(key, read_at, self._whole(stamp, docs, repeated))
         return docs, repeated
 
     def read_under(self, path: str, max_bytes: int, text_column: str | None,
@@ -302,19 +441,84 @@ class _ParseCache:
         with opened:
             if opened.checked is None:
                 return None
-            st = opened.stat
-            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_dev)
-            key = f"{path}\0{text_column or ''}\0confined"
+            stamp = self._stamp(opened.stat, confined=True)
+            key = self._key(path, text_column, allowed)
             with self._lock:
                 hit = self._files.get(key)
-                if hit is not None and hit[0] == stamp:
+                if hit is not None and hit.stamp == stamp and not hit.window:
                     self._files.move_to_end(key)
-                    return hit[1], hit[2]
+                    return hit.docs, hit.repeated
             docs, repeated = self._parse(Path(path), max_bytes, text_column, opened.checked)
             if not opened.still_under():  # (the fallback's check after the read)
                 return None
-        self._keep(key, stamp, read_at, docs, repeated)
+        self._keep(key, read_at, self._whole(stamp, docs, repeated))
         return docs, repeated
+
+    # ------------------------------------------------------------------ inside
+
+    def _by_line(self, path: str) -> bool:
+        """Whether ``path`` is a record file read a line at a time (never kept whole)."""
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            return False  # (``read`` answers it)
+        return reads_records_by_line(Path(path), size, self.records_over_bytes)
+
+    @staticmethod
+    def _key(path: str, text_column: str | None, allowed: Sequence[Path] | None) -> str:
+        # (a confined job's reads cached apart: see ``read_under``)
+        return f"{path}\0{text_column or ''}" + ("" if allowed is None else "\0confined")
+
+    @staticmethod
+    def _stamp(st: os.stat_result, confined: bool) -> tuple[int, ...]:
+        return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns) + \
+            ((st.st_dev,) if confined else ())
+
+    @contextlib.contextmanager
+    def _opened(self, path: str, allowed: Sequence[Path] | None) -> Iterator[_Opened]:
+        """The file to read a line at a time, stamped as ``read`` / ``read_under`` stamp it."""
+        if allowed is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                yield _Opened(gone=True)
+                return
+            yield _Opened(self._stamp(st, confined=False))
+            return
+        try:
+            opened = OpenedUnder(Path(path), allowed)
+        except OSError:
+            yield _Opened(gone=True)
+            return
+        with opened:
+            if opened.checked is None:
+                yield _Opened(outside=True)
+                return
+            yield _Opened(self._stamp(opened.stat, confined=True), opened.checked,
+                          opened.still_under, opened.by_fd)
+
+    def _window(self, results: Iterable[ParseResult], wanted: set[str]
+                ) -> tuple[dict[str, ParsedDocument | DocumentError], int]:
+        """From a record file's documents, those of the keys in ``wanted`` and, from the first
+        of them on, the documents that follow, until about ``max_bytes_kept`` is held; read no
+        further once that is so and every key wanted is found. (The parser gives each key
+        once: a repeated id is an error keyed by its line, ``path#L7``, so a window may start
+        anywhere; should a key come again, the first is kept, as ``read`` keeps it.)"""
+        docs: dict[str, ParsedDocument | DocumentError] = {}
+        missing = set(wanted)
+        held = 0
+        for item in results:
+            if not isinstance(item, ParsedDocument | DocumentError) or item.key in docs:
+                continue
+            if item.key in missing:
+                missing.discard(item.key)
+            elif not docs or held >= self.max_bytes_kept:
+                continue  # (before the first wanted, or past the budget)
+            docs[item.key] = item
+            held += _held(item)
+            if not missing and held >= self.max_bytes_kept:
+                break
+        return docs, held
 
     def _parse(self, path: Path, max_bytes: int, text_column: str | None,
                checked: CheckedFile | None = None
@@ -322,8 +526,7 @@ class _ParseCache:
         docs: dict[str, ParsedDocument | DocumentError] = {}
         repeated: list[ParsedDocument | DocumentError] = []
         # Whole documents (a large .txt is not streamed: it is one document, held to be
-        # chunked), read as the job's inline run would read them; a large record file read a
-        # line at a time, as that run reads it (the same documents).
+        # chunked), read as the job's inline run would read them.
         for item in parse_file(path, max_bytes=max_bytes, text_column=text_column,
                                checked=checked, records_over_bytes=self.records_over_bytes):
             if isinstance(item, ParsedDocument | DocumentError):
@@ -333,24 +536,28 @@ class _ParseCache:
                     docs[item.key] = item
         return docs, repeated
 
-    def _keep(self, key: str, stamp: tuple[int, ...], read_at: int,
-              docs: dict[str, ParsedDocument | DocumentError],
-              repeated: list[ParsedDocument | DocumentError]) -> None:
+    @staticmethod
+    def _whole(stamp: tuple[int, ...], docs: dict[str, ParsedDocument | DocumentError],
+               repeated: list[ParsedDocument | DocumentError]) -> _Kept:
+        return _Kept(stamp, docs, repeated,
+                     sum(_held(item) for item in docs.values()) + sum(map(_held, repeated)))
+
+    def _keep(self, key: str, read_at: int, entry: _Kept) -> None:
         with self._lock:
-            if stamp[1] < read_at - self.RACY_NS:  # (mtime; else read again next time)
-                self._files[key] = (stamp, docs, repeated)
+            if entry.stamp[1] < read_at - self.RACY_NS:  # (mtime; else read again next time)
+                self._files[key] = entry
                 self._files.move_to_end(key)
             else:
                 self._files.pop(key, None)
-            kept = sum(entry[0][0] for entry in self._files.values())  # (their sizes)
+            kept = sum(kept.held for kept in self._files.values())
             while len(self._files) > 1 and (len(self._files) > self.max_files or
                                             kept > self.max_bytes_kept):
-                _, (old, _, _) = self._files.popitem(last=False)
-                kept -= old[0]
+                _, old = self._files.popitem(last=False)
+                kept -= old.held
 
     def configure(self, max_bytes_kept: int, records_over_bytes: int) -> None:
-        """From now on keep files of ``max_bytes_kept`` bytes in all (the most recent whatever
-        its size: ``FACET_WORKER_PARSE_CACHE_MB``) and read a record file over
+        """From now on keep about ``max_bytes_kept`` bytes of documents in all (the most recent
+        file's whatever they take: ``FACET_WORKER_PARSE_CACHE_MB``) and read a record file over
         ``records_over_bytes`` a line at a time (``FACET_STREAM_DOCUMENT_MB``)."""
         with self._lock:
             self.max_bytes_kept, self.records_over_bytes = max_bytes_kept, records_over_bytes
@@ -614,15 +821,10 @@ class ChunkedIndexService:
                                 ([] if confine is None else [list(confine)]))
 
         for path in files:
-            if allowed is None:
-                docs, repeated = _PARSED.read(str(path), max_bytes, job.text_column)
-            else:
-                found = _PARSED.read_under(str(path), max_bytes, job.text_column, allowed)
-                if found is None:  # not read: said as the walk's own are
+            for item in _PARSED.planned(str(path), max_bytes, job.text_column, allowed):
+                if isinstance(item, OutsideRoots):  # not read: said as the walk's own are
                     self.index.note_outside(job, report, path)
-                    continue
-                docs, repeated = found
-            for item in [*docs.values(), *repeated]:
+                    break
                 if item.key in seen.keys:
                     message = seen.duplicate_message(item.key, item.source)
                     report.docs_seen += 1
@@ -826,20 +1028,27 @@ class ChunkedIndexService:
         max_bytes = int(self.settings.max_document_mb * 2**20)
         out: list[ParsedDocument | DocumentError] = []
         outside: list[str] = []
+        # The keys asked of each file (with the job's folders, where confined), each file read
+        # once for all of them: a large record file's are all that is kept of it.
+        wanted: dict[tuple[str, tuple[str, ...] | None], set[str]] = {}
+        for key, source, _, *confine in docs:
+            roots = tuple(str(root) for root in confine[0]) if confine else None
+            wanted.setdefault((str(source), roots), set()).add(str(key))
         allowed: dict[tuple[str, ...], list[Path]] = {}
-        for key, source, planned_hash, *confine in docs:  # (the job's folders, where confined)
-            if confine:
-                roots = tuple(str(root) for root in confine[0])
-                if roots not in allowed:
-                    allowed[roots] = real_paths(roots)
-                found = _PARSED.read_under(str(source), max_bytes, text_column, allowed[roots])
-                if found is None:
-                    if str(source) not in outside:
-                        outside.append(str(source))
-                    continue
-                item = found[0].get(str(key))
-            else:
-                item = _PARSED.documents(str(source), max_bytes, text_column).get(str(key))
+        found: dict[tuple[str, tuple[str, ...] | None],
+                    dict[str, ParsedDocument | DocumentError] | None] = {}
+        for (source, roots), keys in wanted.items():
+            if roots is not None and roots not in allowed:
+                allowed[roots] = real_paths(roots)
+            found[source, roots] = _PARSED.pick(source, keys, max_bytes, text_column,
+                                                None if roots is None else allowed[roots])
+        for key, source, planned_hash, *confine in docs:
+            of_file = found[str(source), tuple(str(root) for root in confine[0]) if confine else None]
+            if of_file is None:  # (a confined job's file found outside its folders)
+                if str(source) not in outside:
+                    outside.append(str(source))
+                continue
+            item = of_file.get(str(key))
             if item is None:
                 # (A plain file, its own key, deleted meanwhile "is no longer in" itself.)
                 deleted = not os.path.lexists(str(source))

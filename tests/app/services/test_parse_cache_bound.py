@@ -1,10 +1,13 @@
-"""A worker's cache of parsed files (``_ParseCache``) is bounded by the files' sizes.
+"""A worker's cache of parsed files (``_ParseCache``) is bounded by what its documents take.
 
 It kept the last 4,096 files whatever their sizes: ten 36 MB jsonl shards read by one worker
 process held 860 MB after the last (and a 190 MB jsonl after them 1.4 GB, with a 2.5 GB peak
-while it was read whole). Now it keeps ``FACET_WORKER_PARSE_CACHE_MB`` of files by size, the
-last one read whatever its size (the chunks of one large file read it once), and reads a record
-file over the stream limit a line at a time."""
+while it was read whole). Then it kept ``FACET_WORKER_PARSE_CACHE_MB`` of files by their size on
+disk, which their documents take two to four times over, and held a record file over the stream
+limit whole for its chunks (650 MB for that 190 MB jsonl; a corpus larger than memory could not
+be indexed by workers). Now the budget is of the documents' memory (``_held``), and a record file
+read a line at a time is kept as a window of its documents: the plan keeps its first ones, a
+chunk asking for others reads it again from the first it asks for on."""
 
 from __future__ import annotations
 
@@ -14,59 +17,118 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from app.services.distributed import _PARSED, ChunkedIndexService, _ParseCache
+from app.services.distributed import _PARSED, ChunkedIndexService, _held, _ParseCache
+from indexer.parsing import parse_file
 
 
-def _jsonl(path: Path, records: int, words: int = 50) -> Path:
+def _jsonl(path: Path, records: int, words: int = 50, ids: list[str] | None = None) -> Path:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(records):
-            fh.write(json.dumps({"id": f"{path.stem}-{i}", "text": "word " * words}) + "\n")
+            key = f"{path.stem}-{i}" if ids is None else ids[i]
+            fh.write(json.dumps({"id": key, "text": f"record {i} " + "word " * words,
+                                 "lang": "en"}) + "\n")
     an_hour_ago = time.time_ns() - 3600 * 10**9  # (not "racy": kept, as a settled file is)
     os.utime(path, ns=(an_hour_ago, an_hour_ago))
     return path
 
 
-def test_files_are_kept_up_to_the_budget_by_size(tmp_path) -> None:
+def _held_by(docs: dict) -> int:
+    return sum(map(_held, docs.values()))
+
+
+def test_what_documents_take_is_estimated_within_a_fifth_of_what_they_hold(tmp_path) -> None:
+    path = _jsonl(tmp_path / "a.jsonl", 2000, words=60)
+    tracemalloc.start()
+    try:
+        docs = _ParseCache().read(str(path), max_bytes=1 << 20)[0]
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert 0.8 * held < _held_by(docs) < 1.2 * held
+    assert held > 1.5 * path.stat().st_size  # (what their size on disk said: far below)
+
+
+def test_files_are_kept_up_to_the_budget_of_what_their_documents_take(tmp_path) -> None:
     a, b, c = (_jsonl(tmp_path / f"{n}.jsonl", 400) for n in "abc")
-    size = a.stat().st_size
-    cache = _ParseCache(max_bytes_kept=int(2.5 * size))
-    first = {p: cache.documents(str(p), max_bytes=1 << 20) for p in (a, b)}
+    one = _held_by(_ParseCache().read(str(a), max_bytes=1 << 20)[0])
+    cache = _ParseCache(max_bytes_kept=int(2.5 * one))
+    first = {p: cache.read(str(p), max_bytes=1 << 20)[0] for p in (a, b)}
     assert all(len(docs) == 400 for docs in first.values())
-    assert cache.documents(str(a), max_bytes=1 << 20) is first[a]  # both fit: read once
-    cache.documents(str(c), max_bytes=1 << 20)  # a third does not: the least recent goes
-    assert cache.documents(str(a), max_bytes=1 << 20) is first[a]  # (a was used after b)
-    again = cache.documents(str(b), max_bytes=1 << 20)
+    assert cache.read(str(a), max_bytes=1 << 20)[0] is first[a]  # both fit: read once
+    cache.read(str(c), max_bytes=1 << 20)  # a third does not: the least recent goes
+    assert cache.read(str(a), max_bytes=1 << 20)[0] is first[a]  # (a was used after b)
+    again = cache.read(str(b), max_bytes=1 << 20)[0]
     assert again is not first[b] and again == first[b]  # read again, the same documents
 
 
 def test_the_last_file_is_kept_whatever_its_size(tmp_path) -> None:
     big = _jsonl(tmp_path / "big.jsonl", 400)
     cache = _ParseCache(max_bytes_kept=1000)  # far below its size
-    docs = cache.documents(str(big), max_bytes=1 << 20)
-    assert cache.documents(str(big), max_bytes=1 << 20) is docs  # its chunks read it once
+    docs = cache.read(str(big), max_bytes=1 << 20)[0]
+    assert cache.read(str(big), max_bytes=1 << 20)[0] is docs  # its chunks read it once
     small = _jsonl(tmp_path / "small.jsonl", 2)
-    cache.documents(str(small), max_bytes=1 << 20)
-    assert cache.documents(str(big), max_bytes=1 << 20) is not docs  # then it made way
+    cache.read(str(small), max_bytes=1 << 20)
+    assert cache.read(str(big), max_bytes=1 << 20)[0] is not docs  # then it made way
 
 
-def test_a_large_record_file_is_not_held_whole_while_read(tmp_path) -> None:
-    path = _jsonl(tmp_path / "corpus.jsonl", 2000, words=400)  # 4 MB
-    size = path.stat().st_size
-
-    def overhead(records_over: int) -> int:
-        """What reading it took beyond the documents kept: the peak less what is held after."""
-        cache = _ParseCache(records_over_bytes=records_over)
+def test_a_large_record_file_is_kept_a_window_at_a_time(tmp_path) -> None:
+    """The plan gives every document and keeps the first ones up to the budget; a chunk whose
+    documents are kept reads nothing, one whose are not reads the file again and keeps from its
+    first on; what is held stays near the budget, and each chunk gets the very documents the
+    file read whole gives."""
+    path = _jsonl(tmp_path / "corpus.jsonl", 3000, words=100)  # 1.6 MB
+    whole = {d.key: d for d in parse_file(path, max_bytes=1 << 20)}
+    budget = _held_by(whole) // 5
+    cache = _ParseCache(max_bytes_kept=budget, records_over_bytes=1 << 20)
+    planned = list(cache.planned(str(path), max_bytes=1 << 20))
+    assert [d.key for d in planned] == list(whole)
+    chunks = [{f"corpus-{i}" for i in range(start, min(start + 64, 3000))}
+              for start in range(0, 3000, 64)]
+    reads, held_most = 0, 0
+    last = None
+    for keys in chunks:
         tracemalloc.start()
         try:
-            docs = cache.documents(str(path), max_bytes=1 << 20)
-            current, peak = tracemalloc.get_traced_memory()
+            docs = cache.pick(str(path), keys, max_bytes=1 << 20)
+            held_most = max(held_most, tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()
-        assert len(docs) == 2000
-        return peak - current
+        assert docs is not None and {k: docs[k] for k in keys} == {k: whole[k] for k in keys}
+        reads += docs is not last
+        last = docs
+    assert 4 <= reads <= 7  # (a fifth of it at a time, the plan's first fifth included)
+    assert held_most < 2 * budget  # (whole, it took five times the budget)
+    # Chunks back at the start (another worker's, re-delivered): read again from there.
+    again = cache.pick(str(path), chunks[0], max_bytes=1 << 20)
+    assert again is not last and set(again) >= chunks[0]
 
-    assert overhead(1 << 20) < size / 2  # a line at a time
-    assert overhead(1 << 40) > 2 * size  # whole: its bytes and its text at once
+
+def test_a_window_of_a_file_with_a_repeated_id_gives_the_first(tmp_path) -> None:
+    ids = [f"k{i}" for i in range(400)]
+    ids[300] = "k5"  # the file gives k5 twice: the parser says the second is not indexed
+    path = _jsonl(tmp_path / "corpus.jsonl", 400, words=20, ids=ids)
+    cache = _ParseCache(records_over_bytes=1000)
+    planned = list(cache.planned(str(path), max_bytes=1 << 20))
+    assert [d.key for d in planned] == [d.key for d in parse_file(path, max_bytes=1 << 20)]
+    assert f"{path}#L301" in {d.key for d in planned}
+    fresh = _ParseCache(records_over_bytes=1000)
+    docs = fresh.pick(str(path), {"k200", "k201"}, max_bytes=1 << 20)
+    assert docs is not None and set(docs) >= {"k200", "k201", "k399", f"{path}#L301"}
+    assert "k5" not in docs and "k199" not in docs  # (before the window)
+    first = fresh.pick(str(path), {"k5"}, max_bytes=1 << 20)
+    assert first is not None and first["k5"].text.startswith("record 5 ")
+
+
+def test_a_window_gives_the_keys_asked_for_over_its_budget_and_not_what_the_file_lost(
+        tmp_path) -> None:
+    path = _jsonl(tmp_path / "corpus.jsonl", 400, words=20)
+    cache = _ParseCache(max_bytes_kept=1000, records_over_bytes=1000)
+    docs = cache.pick(str(path), {"corpus-10", "corpus-390"}, max_bytes=1 << 20)
+    assert docs is not None and {"corpus-10", "corpus-390"} <= set(docs) and len(docs) < 10
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:7] + lines[8:]))  # corpus-7 removed since
+    docs = cache.pick(str(path), {"corpus-7", "corpus-8"}, max_bytes=1 << 20)
+    assert docs is not None and "corpus-7" not in docs and "corpus-8" in docs
 
 
 def test_a_worker_takes_its_bounds_from_the_settings(make_ctx) -> None:

@@ -17,7 +17,7 @@ from app.services.distributed import _ParseCache
 
 
 def _texts(cache: _ParseCache, path: Path) -> list[str]:
-    return [d.text.strip() for d in cache.documents(str(path), max_bytes=1 << 20).values()]
+    return [d.text.strip() for d in cache.read(str(path), max_bytes=1 << 20)[0].values()]
 
 
 def test_an_old_file_is_read_once_and_a_same_size_edit_under_the_same_mtime_again(tmp_path: Path) -> None:
@@ -26,8 +26,8 @@ def test_an_old_file_is_read_once_and_a_same_size_edit_under_the_same_mtime_agai
     an_hour_ago = time.time_ns() - 3600 * 10**9
     os.utime(path, ns=(an_hour_ago, an_hour_ago))
     cache = _ParseCache()
-    first = cache.documents(str(path), max_bytes=1 << 20)
-    assert cache.documents(str(path), max_bytes=1 << 20) is first  # (read once)
+    first = cache.read(str(path), max_bytes=1 << 20)[0]
+    assert cache.read(str(path), max_bytes=1 << 20)[0] is first  # (read once)
     path.write_text("omega omega\n")  # the same size, and the mtime put back to the same tick
     os.utime(path, ns=(an_hour_ago, an_hour_ago))
     assert _texts(cache, path) == ["omega omega"]
