@@ -56,7 +56,7 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from starlette.middleware.cors import CORSMiddleware
 
-from app.api import errors
+from app.api import docs_page, errors
 from app.api.guard import KeylessGuard
 from app.api.schemas import (
     COLLECTION_NAME_PATTERN,
@@ -978,9 +978,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     app = FastAPI(title="Facet", version=__version__, lifespan=lifespan, openapi_tags=_TAGS,
                   dependencies=[Depends(_known_query)], redirect_slashes=False,
+                  docs_url=None,  # (``docs_page``: FastAPI's page is blank offline)
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
+    docs_page.install(app)
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(_HeadAsGet)  # (the first added is the innermost)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,

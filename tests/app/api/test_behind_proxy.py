@@ -75,7 +75,7 @@ def test_location_and_link_headers_carry_the_prefix(served, tmp_path: Path) -> N
 
 def test_the_docs_and_the_ui_point_under_the_prefix(served) -> None:
     docs = httpx.get(f"{served}/docs", timeout=30)
-    assert docs.status_code == 200 and f"'{PREFIX}/openapi.json'" in docs.text
+    assert docs.status_code == 200 and f'const SPEC = "{PREFIX}/openapi.json"' in docs.text
     pytest.importorskip("gradio")
     config = httpx.get(f"{served}/ui/config", timeout=30)
     assert config.status_code == 200, config.text[:200]
@@ -131,4 +131,4 @@ def test_facet_serve_gives_uvicorn_the_root_path(tmp_path: Path) -> None:
            "FACET_UI_MOUNT": "false", "FACET_DEFAULT_EMBEDDER": "minilm"}
     with facet_serve(env, start_s=120) as url:
         docs = httpx.get(f"{url}/docs", timeout=30)
-    assert docs.status_code == 200 and "'/facet/openapi.json'" in docs.text, docs.text[:500]
+    assert docs.status_code == 200 and 'const SPEC = "/facet/openapi.json"' in docs.text, docs.text[:500]
