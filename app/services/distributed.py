@@ -41,6 +41,7 @@ of being run again.
 
 from __future__ import annotations
 
+import array
 import collections
 import contextlib
 import datetime as dt
@@ -50,11 +51,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -254,17 +256,82 @@ def _held(item: ParsedDocument | DocumentError) -> int:
             + sum(size(w) for w in item.warnings))
 
 
+class _Passed:
+    """The keys a read of a record file has passed, by their hashes (8 bytes a key; sorted at
+    ``settle``): whether a key was given before. A csv gives a repeated id again under the same
+    key (a jsonl's is an error keyed by its line), and a window that starts past the first of a
+    key must not keep a later one: it was served to the chunk asking for that key (the review of
+    the second session of 2026-12-07). Two keys hashing alike make the later look given before:
+    a window leaves it out, and the chunk asking for it reads it from the top, exactly."""
+
+    def __init__(self) -> None:
+        self._sorted = np.empty(0, dtype=np.int64)
+        self._new = array.array("q")
+
+    def add(self, key: str) -> None:
+        self._new.append(hash(key))
+
+    def settle(self) -> None:
+        """From now on ``had`` knows the keys added so far."""
+        if self._new:
+            self._sorted = np.sort(np.concatenate(
+                [self._sorted, np.frombuffer(self._new, dtype=np.int64)]))
+            self._new = array.array("q")
+
+    def had(self, key: str) -> bool:
+        """Whether ``key`` (or one hashing alike) was added before the last ``settle``."""
+        return self.count(key) > 0
+
+    def count(self, key: str) -> int:
+        """How many times ``key`` (or one hashing alike) was added before the last ``settle``."""
+        h = hash(key)
+        return int(np.searchsorted(self._sorted, h, side="right")
+                   - np.searchsorted(self._sorted, h, side="left"))
+
+
+class _Rest:
+    """A record file's read left where its window ended, to go on from there for the next chunk
+    that asks for documents past it (a worker process's chunks of a file come in the file's
+    order): its parser, the file open in it (and a confined job's checked file), and the keys
+    it has passed. Read again from the top for each window, a 10 GB file at the default budget
+    was read some 40 times over by each worker process (the same review)."""
+
+    def __init__(self, results: Generator[ParseResult, None, None],
+                 files: contextlib.ExitStack) -> None:
+        self.results, self.files, self.passed = results, files, _Passed()
+
+    def close(self) -> None:
+        self.results.close()
+        self.files.close()
+
+
 @dataclass
 class _Kept:
     """One file's documents in ``_ParseCache``: all of them by key (the first of a repeated
     key) with the later ones of a repeated key, or (``window``) some of a record file read a
-    line at a time, each the first of its key in the file; ``held``: about what they take."""
+    line at a time, each the first of its key in the file, and where its read stopped
+    (``rest``); ``held``: about what they take."""
 
     stamp: tuple[int, ...]
     docs: dict[str, ParsedDocument | DocumentError]
     repeated: list[ParsedDocument | DocumentError]
     held: int
     window: bool = False
+    rest: _Rest | None = None
+
+    def close(self) -> None:
+        if self.rest is not None:
+            self.rest.close()
+            self.rest = None
+
+
+class _Gate:
+    """One reader of a file's window at a time: threads that missed the window together each
+    read the file again (four threads: 19 reads where one read 5; the same review)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
 
 
 @dataclass
@@ -296,12 +363,13 @@ class _ParseCache:
     What it keeps is bounded by about the memory its documents take (``max_bytes_kept``,
     ``FACET_WORKER_PARSE_CACHE_MB``; ``_held``); the most recent file is kept whatever that is,
     so the chunks of a file read it once). A record file over the stream limit
-    (``records_over_bytes``) is read a line at a time and never kept whole: the plan keeps its
-    first documents, up to the budget, and a chunk asking for documents that are not kept reads
-    the file again, keeping from the first it asks for on (a window: chunks run in the file's
-    order). Kept whole, a 190 MB jsonl held 650 MB in each worker process that planned or ran a
-    chunk of it, and a corpus larger than the machine's memory could not be indexed by workers
-    at all (the memory review of the first session of 2026-12-07)."""
+    (``records_over_bytes``) is read a line at a time and kept at most the budget at a time, as
+    a window of its documents: the plan keeps its first ones; a chunk asking for others reads
+    the file from the top, and the windows after go on from where that read stopped (``_Rest``:
+    a process's chunks of a file come in the file's order), from the top again only for a chunk
+    behind it. Kept whole, a 190 MB jsonl held 650 MB in each worker process that planned or ran
+    a chunk of it, and a corpus larger than the machine's memory could not be indexed by
+    workers at all (the memory review of the first session of 2026-12-07)."""
 
     RACY_NS = 3_000_000_000
 
@@ -312,6 +380,7 @@ class _ParseCache:
         self.records_over_bytes = records_over_bytes
         self._files: collections.OrderedDict[str, _Kept] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._gates: dict[str, _Gate] = {}
 
     # ------------------------------------------------------------------ what a job asks for
 
@@ -362,8 +431,9 @@ class _ParseCache:
                     held += _held(item)
                 yield item
             yield from repeated
-        self._keep(self._key(path, text_column, allowed), read_at,
-                   _Kept(source.stamp, first, [], held, window=True))
+        cache_key = self._key(path, text_column, allowed)
+        with self._gate(cache_key):  # (not while a chunk's read goes on in another thread)
+            self._keep(cache_key, read_at, _Kept(source.stamp, first, [], held, window=True))
 
     def pick(self, path: str, keys: set[str], max_bytes: int, text_column: str | None = None,
              allowed: Sequence[Path] | None = None
@@ -373,34 +443,84 @@ class _ParseCache:
         asked for that it still has. None where a confined job (``allowed``) finds the file
         outside its folders."""
         if not self._by_line(path):
-            found = (self.read(path, max_bytes, text_column) if allowed is None
+            whole = (self.read(path, max_bytes, text_column) if allowed is None
                      else self.read_under(path, max_bytes, text_column, allowed))
-            return None if found is None else found[0]
-        read_at = time.time_ns()
+            return None if whole is None else whole[0]
         cache_key = self._key(path, text_column, allowed)
-        with self._opened(path, allowed) as source:
+        with contextlib.ExitStack() as files:
+            read_at = time.time_ns()
+            source = files.enter_context(self._opened(path, allowed))
             if source.gone:
                 return {}
             if source.outside:
                 return None
-            with self._lock:
-                hit = self._files.get(cache_key)
-                if hit is not None and hit.stamp == source.stamp and hit.window \
-                        and keys <= hit.docs.keys():
+            with self._lock:  # (a hit waits for no thread's read)
+                kept = self._files.get(cache_key)
+                if kept is not None and kept.stamp == source.stamp and kept.window \
+                        and keys <= kept.docs.keys():
                     self._files.move_to_end(cache_key)
-                    return hit.docs
-                # Let the window go before the next is read (both held: its peak twice the budget).
-                dropped = self._files.pop(cache_key, None)
-            if dropped is not None:
-                del dropped, hit
-                give_back_freed_memory()  # (glibc keeps what its documents freed)
-            with contextlib.closing(parse_file(
-                    Path(path), max_bytes=max_bytes, text_column=text_column,
-                    checked=source.checked, records_over_bytes=self.records_over_bytes)) as results:
-                docs, held = self._window(results, keys)
-            if not source.still_under():
-                return None
-        self._keep(cache_key, read_at, _Kept(source.stamp, docs, [], held, window=True))
+                    return kept.docs
+            del kept
+            with self._gate(cache_key):
+                return self._read_window(cache_key, source, files, read_at, keys, Path(path),
+                                         max_bytes, text_column)
+        raise AssertionError("unreachable")  # (an ExitStack may swallow what the block raised)
+
+    def _read_window(self, cache_key: str, source: _Opened, files: contextlib.ExitStack,
+                     read_at: int, keys: set[str], path: Path, max_bytes: int,
+                     text_column: str | None) -> dict[str, ParsedDocument | DocumentError] | None:
+        """``pick``'s read of a record file, its gate held: on from where the file's window
+        ended where that can be, else from the top (``files``: what holds ``source`` open,
+        handed to the read that is kept)."""
+        with self._lock:  # (another thread's read, while this one waited at the gate)
+            kept = self._files.get(cache_key)
+            if kept is not None and kept.stamp == source.stamp and kept.window \
+                    and keys <= kept.docs.keys():
+                self._files.move_to_end(cache_key)
+                return kept.docs
+            if kept is not None:
+                del self._files[cache_key]
+        rest, carried = None, {}
+        if kept is not None:  # let its window go before the next is read (peak: twice)
+            if kept.stamp == source.stamp and kept.window and kept.rest is not None:
+                # The same file: read on from where the window ended, with those asked for that
+                # it holds (a chunk across its end) and its last quarter, eight chunks at least
+                # (the chunks of other threads of the process that ask after this one: with
+                # four threads, 9 reads from the top of a 97 MB file at a 32 MB budget).
+                rest, kept.rest = kept.rest, None
+                order = list(kept.docs)
+                tail = max(len(order) // 4, 8 * len(keys))
+                carried = {k: kept.docs[k] for k in order[max(0, len(order) - tail):]}
+                carried.update((k, kept.docs[k]) for k in keys if k in kept.docs)
+                del order
+            kept.close()
+            del kept
+            give_back_freed_memory()  # (glibc keeps what its documents freed)
+        try:
+            found = None
+            if rest is not None:
+                found = self._window(rest, keys, from_top=False, carried=carried)
+                if found is None:  # one asked for lies behind where it stopped
+                    rest.close()
+            if found is None:
+                rest = _Rest(parse_file(path, max_bytes=max_bytes, text_column=text_column,
+                                        checked=source.checked,
+                                        records_over_bytes=self.records_over_bytes),
+                             files.pop_all())  # (the file stays open with its parser)
+                found = self._window(rest, keys, from_top=True)
+        except BaseException:
+            if rest is not None:
+                rest.close()
+            raise
+        assert found is not None and rest is not None
+        docs, held, ended = found
+        if ended:
+            rest.close()
+        if not source.still_under():
+            rest.close()
+            return None
+        self._keep(cache_key, read_at, _Kept(source.stamp, docs, [], held, window=True,
+                                             rest=None if ended else rest))
         return docs
 
     # ------------------------------------------------------------------ files read whole
@@ -497,28 +617,85 @@ class _ParseCache:
             yield _Opened(self._stamp(opened.stat, confined=True), opened.checked,
                           opened.still_under, opened.by_fd)
 
-    def _window(self, results: Iterable[ParseResult], wanted: set[str]
-                ) -> tuple[dict[str, ParsedDocument | DocumentError], int]:
-        """From a record file's documents, those of the keys in ``wanted`` and, from the first
-        of them on, the documents that follow, until about ``max_bytes_kept`` is held; read no
-        further once that is so and every key wanted is found. (The parser gives each key
-        once: a repeated id is an error keyed by its line, ``path#L7``, so a window may start
-        anywhere; should a key come again, the first is kept, as ``read`` keeps it.)"""
-        docs: dict[str, ParsedDocument | DocumentError] = {}
-        missing = set(wanted)
-        held = 0
-        for item in results:
-            if not isinstance(item, ParsedDocument | DocumentError) or item.key in docs:
+    def _window(self, rest: _Rest, wanted: set[str], from_top: bool,
+                carried: dict[str, ParsedDocument | DocumentError] | None = None
+                ) -> tuple[dict[str, ParsedDocument | DocumentError], int, bool] | None:
+        """Read on in ``rest`` for the documents of the keys in ``wanted`` and, from the first
+        of them on, those that follow, each the first of its key in the file, until about
+        ``max_bytes_kept`` is held; no further once that is so and every key wanted is found.
+        Gives the documents, what they take, and whether the file's end was reached; None,
+        where the read goes on from a window (not ``from_top``), when a key wanted was given
+        before where it went on from or is not found after it (read from the top then).
+        Going on, the window starts where the read goes on (the chunks between, other
+        threads' or processes', come next), with ``carried``: those wanted that the window
+        before held (a chunk across its end)."""
+        docs: dict[str, ParsedDocument | DocumentError] = dict(carried or {})
+        missing = set(wanted) - docs.keys()
+        passed = rest.passed
+        held = sum(map(_held, docs.values()))
+        started = not from_top
+        if started:
+            passed.settle()
+            if any(passed.had(key) for key in missing):
+                return None  # (its first lies behind: not read on to the end to find that)
+        # Read from the top, the window starts a little before the first wanted (a quarter of
+        # the budget, eight chunks at least): the chunks of other threads of the process that
+        # ask after this one.
+        before: collections.deque[tuple[ParsedDocument | DocumentError, int]] = collections.deque()
+        before_held, lookback, lookback_docs = 0, self.max_bytes_kept // 4, 8 * len(wanted)
+        for item in rest.results:
+            if not isinstance(item, ParsedDocument | DocumentError):
                 continue
-            if item.key in missing:
-                missing.discard(item.key)
-            elif not docs or held >= self.max_bytes_kept:
-                continue  # (before the first wanted, or past the budget)
-            docs[item.key] = item
+            key = item.key
+            if not started:
+                passed.add(key)
+                if key not in missing:
+                    before.append((item, size := _held(item)))
+                    before_held += size
+                    while before_held > lookback and len(before) > lookback_docs:
+                        before_held -= before.popleft()[1]
+                    continue
+                passed.settle()  # (every key before the window)
+                started = True
+                for earlier, size in before:  # (each the only one of its key so far)
+                    if earlier.key not in docs and passed.count(earlier.key) == 1:
+                        docs[earlier.key] = earlier
+                        held += size
+                before.clear()
+            else:
+                passed.add(key)
+            if key in docs:
+                continue  # (a later one of a key in the window)
+            if key in missing:
+                if not from_top and passed.had(key):
+                    return None  # (its first lies behind)
+                missing.discard(key)
+            elif held >= self.max_bytes_kept or passed.had(key):
+                continue  # (past the budget, or a later one of a key given before it)
+            docs[key] = item
             held += _held(item)
             if not missing and held >= self.max_bytes_kept:
-                break
-        return docs, held
+                return docs, held, False
+        if missing and not from_top:
+            return None
+        return docs, held, True
+
+    @contextlib.contextmanager
+    def _gate(self, cache_key: str) -> Iterator[None]:
+        """Hold the file's gate (``_Gate``) for the block."""
+        with self._lock:
+            gate = self._gates.get(cache_key)
+            if gate is None:
+                gate = self._gates[cache_key] = _Gate()
+            gate.users += 1
+        try:
+            with gate.lock:
+                yield
+        finally:
+            with self._lock:
+                gate.users -= 1
+                if not gate.users:
+                    del self._gates[cache_key]
 
     def _parse(self, path: Path, max_bytes: int, text_column: str | None,
                checked: CheckedFile | None = None
@@ -543,17 +720,25 @@ class _ParseCache:
                      sum(_held(item) for item in docs.values()) + sum(map(_held, repeated)))
 
     def _keep(self, key: str, read_at: int, entry: _Kept) -> None:
+        """Keep ``entry`` as the file's (unless it is "racy"), then let the least recent go
+        while over the budget; what is let go is closed (a window's open read)."""
+        gone: list[_Kept] = []
         with self._lock:
+            old = self._files.pop(key, None)
+            if old is not None and old is not entry:
+                gone.append(old)
             if entry.stamp[1] < read_at - self.RACY_NS:  # (mtime; else read again next time)
                 self._files[key] = entry
-                self._files.move_to_end(key)
             else:
-                self._files.pop(key, None)
+                gone.append(entry)
             kept = sum(kept.held for kept in self._files.values())
             while len(self._files) > 1 and (len(self._files) > self.max_files or
                                             kept > self.max_bytes_kept):
-                _, old = self._files.popitem(last=False)
-                kept -= old.held
+                _, least = self._files.popitem(last=False)
+                kept -= least.held
+                gone.append(least)
+        for entry in gone:
+            entry.close()
 
     def configure(self, max_bytes_kept: int, records_over_bytes: int) -> None:
         """From now on keep about ``max_bytes_kept`` bytes of documents in all (the most recent
