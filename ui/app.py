@@ -822,7 +822,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
             # ------------------------------------------------------- collections
             with gr.Tab("Collections", id="collections") as l_tab:
-                l_refresh = gr.Button("Refresh")
+                # Named for what they act on: a screen reader's list of buttons read "Refresh",
+                # "Previous", "Next" with nothing to say of what (the keyboard review of the
+                # first session of 2026-12-07).
+                l_refresh = gr.Button("Refresh collections", elem_id="collections-refresh")
                 l_table = gr.Dataframe(headers=render.COLLECTION_COLUMNS, label="Collections",
                                        interactive=False, elem_id="collections-table")
                 # Widths: left to the content, long messages squeezed the other columns until
@@ -866,9 +869,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 # (they listed another filter's page from the old place).
                 d_applied = gr.State("")
                 with gr.Row():
-                    d_previous = gr.Button("Previous", size="sm", interactive=False,
+                    d_previous = gr.Button("Previous page", size="sm", interactive=False,
                                            elem_id="documents-previous")
-                    d_next = gr.Button("Next", size="sm", interactive=False,
+                    d_next = gr.Button("Next page", size="sm", interactive=False,
                                        elem_id="documents-next")
                 d_remove = gr.CheckboxGroup(choices=[], label="Remove documents (of the page "
                                                               "shown)",

@@ -149,7 +149,7 @@ def page_text(collection: str, shown: int, offset: int, not_shown: int, status: 
             f"{which}s {offset + 1:,}–{offset + shown:,}")
     said = f"{printable(collection)}: {span} of {total:,}{narrowed}"
     if not_shown:
-        said += f"; {not_shown:,} more not shown (Next shows them)"
+        said += f"; {not_shown:,} more not shown (Next page shows them)"
     return said + "."
 
 

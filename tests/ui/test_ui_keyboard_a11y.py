@@ -146,6 +146,16 @@ def test_a_refused_delete_says_why_in_the_page(page) -> None:  # noqa: F811
                              "'[data-testid=status-tracker]') || document.body).opacity") != "0"
 
 
+def test_the_buttons_name_what_they_act_on(page) -> None:  # noqa: F811
+    """A screen reader's list of the page's buttons read "Refresh", "Previous" and "Next", with
+    nothing to say of what they refresh or page through."""
+    open_tab(page, "Collections")
+    for name in ("Refresh collections", "Previous page", "Next page"):
+        assert page.get_by_role("button", name=name, exact=True).count() == 1, name
+    for bare in ("Refresh", "Previous", "Next"):
+        assert page.get_by_role("button", name=bare, exact=True).count() == 0, bare
+
+
 def test_a_collection_made_elsewhere_reaches_every_picker_on_refresh(page, ui_server) -> None:  # noqa: F811
     """The Collections table listed a collection another page indexed, but the Delete picker
     beside it (and Search's, Cluster's...) did not, even after Refresh, until a reload."""
