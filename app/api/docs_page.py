@@ -34,7 +34,10 @@ body { font-family: system-ui, sans-serif; margin: 0; color: #1b1b1b; }
 #facet-reference table { border-collapse: collapse; margin: .3rem 0; }
 #facet-reference th, #facet-reference td { border: 1px solid #ddd; padding: .2rem .5rem;
   text-align: left; vertical-align: top; }
-#facet-reference code { background: #f3f3f3; padding: 0 .2rem; }
+#facet-reference code { background: #f3f3f3; padding: 0 .2rem; overflow-wrap: anywhere; }
+#facet-reference .scroll { overflow-x: auto; }
+#facet-reference td { overflow-wrap: anywhere; }
+#facet-reference summary h3 { display: inline; font-size: 1rem; font-weight: normal; margin: 0; }
 """
 
 # The reference's script: everything from the spec goes in as text (textContent), never as HTML.
@@ -69,9 +72,24 @@ _SCRIPT = r"""
       });
       return span;
     }
+    if (schema.type === "array" && schema.prefixItems) {  // (a tuple)
+      span.appendChild(document.createTextNode("["));
+      schema.prefixItems.forEach(function (item, i) {
+        if (i) span.appendChild(document.createTextNode(", "));
+        span.appendChild(typeOf(item));
+      });
+      span.appendChild(document.createTextNode("]"));
+      return span;
+    }
     if (schema.type === "array") {
       span.appendChild(document.createTextNode("array of "));
       span.appendChild(typeOf(schema.items));
+      return span;
+    }
+    if (schema.additionalProperties && typeof schema.additionalProperties === "object"
+        && !schema.properties) {  // (a mapping)
+      span.appendChild(document.createTextNode("object of string to "));
+      span.appendChild(typeOf(schema.additionalProperties));
       return span;
     }
     let text = schema.type || (schema.const !== undefined ? "const" : "object");
@@ -81,13 +99,24 @@ _SCRIPT = r"""
     span.textContent = text;
     return span;
   }
+  const LIMITS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                  "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
+                  "minProperties", "maxProperties"];
   function limits(schema) {
+    // Its own, and those of the branches of an optional field (pydantic puts the limits of
+    // "X | None" inside the X branch).
     const said = [];
-    ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-     "minItems", "maxItems"].forEach(function (k) {
-      if (schema && schema[k] !== undefined) said.push(k + " " + schema[k]);
-    });
+    function collect(s) {
+      if (!s) return;
+      LIMITS.forEach(function (k) {
+        if (s[k] !== undefined) said.push(k + " " + (k === "pattern" ? s[k] : JSON.stringify(s[k])));
+      });
+      (s.anyOf || s.oneOf || []).forEach(collect);
+    }
+    collect(schema);
     if (schema && schema.default !== undefined) said.push("default " + JSON.stringify(schema.default));
+    if (schema && schema.additionalProperties === false) said.push("no other fields");
+    if (schema && schema.deprecated) said.push("deprecated");
     return said.join("; ");
   }
   function table(head, rows) {
@@ -103,7 +132,9 @@ _SCRIPT = r"""
       });
       t.appendChild(row);
     });
-    return t;
+    const box = el("div", null, "scroll");  // (a wide table scrolls, not the page)
+    box.appendChild(t);
+    return box;
   }
   function content(body) {
     const box = el("div");
@@ -120,9 +151,12 @@ _SCRIPT = r"""
     const d = el("details");
     d.id = "op-" + (op.operationId || method + path);
     const s = el("summary");
-    s.appendChild(el("span", method.toUpperCase(), "method"));
-    s.appendChild(el("code", path));
-    if (op.summary) s.appendChild(document.createTextNode(" \u2014 " + op.summary));
+    const h = el("h3");  // (reached by a screen reader's heading navigation)
+    h.appendChild(el("span", method.toUpperCase(), "method"));
+    h.appendChild(el("code", path));
+    if (op.summary) h.appendChild(document.createTextNode(" \u2014 " + op.summary));
+    if (op.deprecated) h.appendChild(document.createTextNode(" (deprecated)"));
+    s.appendChild(h);
     d.appendChild(s);
     const box = el("div");
     if (op.description) box.appendChild(el("p", op.description, "text"));
@@ -145,10 +179,18 @@ _SCRIPT = r"""
     }
     if (op.responses) {
       box.appendChild(el("h4", "Responses"));
-      box.appendChild(table(["status", "description", "body"],
+      box.appendChild(table(["status", "description", "body", "headers"],
         Object.keys(op.responses).map(function (code) {
           const r = op.responses[code];
-          return [code, r.description || "", content(r)];
+          const headers = el("div");
+          Object.keys(r.headers || {}).forEach(function (name) {
+            const line = el("p");
+            line.appendChild(el("code", name));
+            const said = r.headers[name].description;
+            if (said) line.appendChild(document.createTextNode(": " + said));
+            headers.appendChild(line);
+          });
+          return [code, r.description || "", content(r), headers];
         })));
     }
     d.appendChild(box);
@@ -157,7 +199,7 @@ _SCRIPT = r"""
   function schemaBlock(name, schema) {
     const d = el("details");
     d.id = "schema-" + name;
-    d.appendChild(el("summary")).appendChild(el("code", name));
+    d.appendChild(el("summary")).appendChild(el("h3")).appendChild(el("code", name));
     const box = el("div");
     if (schema.description) box.appendChild(el("p", schema.description, "text"));
     const props = schema.properties || {};
@@ -174,10 +216,19 @@ _SCRIPT = r"""
     d.appendChild(box);
     return d;
   }
-  // A link to a schema opens it (a closed <details> hides its target).
-  window.addEventListener("hashchange", function () {
-    const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
-    if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView(); }
+  // A link to an operation or a schema opens it (a closed <details> hides its target) and
+  // moves the focus there: followed, clicked again after it was closed, or on the page's load.
+  function reveal(hash) {
+    const target = hash && document.getElementById(decodeURIComponent(hash.slice(1)));
+    if (!target || target.tagName !== "DETAILS") return;
+    target.open = true;
+    target.scrollIntoView();
+    target.querySelector("summary").focus();
+  }
+  window.addEventListener("hashchange", function () { reveal(location.hash); });
+  ref.addEventListener("click", function (event) {
+    const link = event.target.closest && event.target.closest("a[href^='#']");
+    if (link && link.getAttribute("href") === location.hash) reveal(location.hash);
   });
 
   function render(spec, why) {
@@ -230,7 +281,7 @@ _SCRIPT = r"""
     fetch(SPEC).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
       return r.json();
-    }).then(function (spec) { render(spec, why); }, function (e) {
+    }).then(function (spec) { render(spec, why); reveal(location.hash); }, function (e) {
       ref.appendChild(el("p", why + " Nor could " + SPEC + " be read: " + e.message, "why"));
     });
   }
@@ -252,16 +303,21 @@ _SCRIPT = r"""
       reference("Swagger UI's script loaded late or broken: this is the server's own reference.");
       return;
     }
+    try {
+      window.ui = window.SwaggerUIBundle({
+        url: SPEC, dom_id: "#swagger-ui", layout: "BaseLayout", deepLinking: true,
+        showExtensions: true, showCommonExtensions: true,
+        presets: [window.SwaggerUIBundle.presets.apis, window.SwaggerUIBundle.SwaggerUIStandalonePreset],
+      });
+    } catch (e) {
+      reference("Swagger UI failed to start (" + e.message + "): this is the server's own reference.");
+      return;
+    }
     const css = document.createElement("link");
     css.rel = "stylesheet";
     css.href = CSS;
     document.head.appendChild(css);
     loading.hidden = true;
-    window.ui = window.SwaggerUIBundle({
-      url: SPEC, dom_id: "#swagger-ui", layout: "BaseLayout", deepLinking: true,
-      showExtensions: true, showCommonExtensions: true,
-      presets: [window.SwaggerUIBundle.presets.apis, window.SwaggerUIBundle.SwaggerUIStandalonePreset],
-    });
   };
   document.head.appendChild(script);
 })();
@@ -269,8 +325,9 @@ _SCRIPT = r"""
 
 
 def _js(value: object) -> str:
-    """``value`` as a JavaScript literal inside a <script> element (no "</" to end it early)."""
-    return json.dumps(value).replace("</", "<\\/")
+    """``value`` as a JavaScript literal inside a <script> element (no "<": neither "</script>"
+    nor "<!--" can end or change it)."""
+    return json.dumps(value).replace("<", "\\u003c")
 
 
 def docs_html(openapi_url: str, title: str) -> str:
@@ -294,10 +351,13 @@ def _attribute(text: str) -> str:
 
 
 def install(app: FastAPI) -> None:
-    """Serve the page at ``/docs`` (the app made with ``docs_url=None``), as FastAPI's own:
-    without the key, outside the spec, reading the spec under the request's root path."""
+    """Serve the page at ``/docs`` (the app made with ``docs_url=None``), as FastAPI's own: a
+    plain route (outside the spec, and outside the app's check of query parameters, so a link
+    that carries one still opens it), without the key, reading the spec under the request's
+    root path."""
 
-    @app.get("/docs", include_in_schema=False, response_class=HTMLResponse)
     async def docs(request: Request) -> HTMLResponse:
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return HTMLResponse(docs_html(root + (app.openapi_url or "/openapi.json"), app.title))
+
+    app.add_route("/docs", docs, methods=["GET"], include_in_schema=False)
