@@ -157,6 +157,43 @@ def test_threads_asking_together_read_the_file_once(tmp_path, monkeypatch) -> No
     assert reads[0] <= 2
 
 
+def test_two_large_files_whose_chunks_come_in_turn_keep_a_window_each(tmp_path,
+                                                                      monkeypatch) -> None:
+    """Two jobs' files in one worker process: each window held the whole budget and let the
+    other's go, so each file was read from the top at every chunk (72 reads of each for 79
+    chunks)."""
+    paths = [_jsonl(tmp_path / f"{name}.jsonl", 2000, words=40) for name in "ab"]
+    one = _held_by({d.key: d for d in parse_file(paths[0], max_bytes=1 << 20)})
+    cache = _ParseCache(max_bytes_kept=one // 2, records_over_bytes=1 << 16)
+    reads = _counting_reads(monkeypatch)
+    for start in range(0, 2000, 64):
+        for path in paths:
+            keys = {f"{path.stem}-{i}" for i in range(start, min(start + 64, 2000))}
+            docs = cache.pick(str(path), keys, max_bytes=1 << 20)
+            assert docs is not None and keys <= docs.keys()
+    assert reads[0] <= 4  # (each from the top once, at most twice)
+
+
+def test_keys_a_changed_file_lost_are_not_looked_for_to_its_end_at_every_chunk(
+        tmp_path, monkeypatch) -> None:
+    """Planned, then 1% of its records removed: each chunk with a lost key read the whole file
+    to find it was not there (76 reads for 79 chunks)."""
+    path = _jsonl(tmp_path / "corpus.jsonl", 3000, words=40)
+    cache = _ParseCache(max_bytes_kept=1 << 20, records_over_bytes=1 << 16)
+    list(cache.planned(str(path), max_bytes=1 << 20))
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for i, line in enumerate(lines) if i % 100 != 7))
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(path, ns=(an_hour_ago, an_hour_ago))
+    reads = _counting_reads(monkeypatch)
+    for start in range(0, 3000, 64):
+        keys = {f"corpus-{i}" for i in range(start, min(start + 64, 3000))}
+        docs = cache.pick(str(path), keys, max_bytes=1 << 20)
+        assert docs is not None
+        assert {k for k in keys if k not in docs} == {k for k in keys if int(k[7:]) % 100 == 7}
+    assert reads[0] <= 2
+
+
 def test_a_window_of_a_csv_with_a_repeated_id_keeps_only_the_first(tmp_path) -> None:
     """A csv gives a repeated id again under the same key (a jsonl's second is an error of its
     line): a window that started past the first row of a key kept the later one, and served it
