@@ -13,6 +13,7 @@ the page's rendering up with it.
 from __future__ import annotations
 
 import json
+import re
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
@@ -92,7 +93,7 @@ _SCRIPT = r"""
       span.appendChild(typeOf(schema.additionalProperties));
       return span;
     }
-    let text = schema.type || (schema.const !== undefined ? "const" : "object");
+    let text = [].concat(schema.type || (schema.const !== undefined ? "const" : "object")).join(" | ");
     if (schema.enum) text += " (" + schema.enum.map(function (v) { return JSON.stringify(v); }).join(", ") + ")";
     if (schema.const !== undefined) text += " " + JSON.stringify(schema.const);
     if (schema.format) text += " <" + schema.format + ">";
@@ -219,7 +220,9 @@ _SCRIPT = r"""
   // A link to an operation or a schema opens it (a closed <details> hides its target) and
   // moves the focus there: followed, clicked again after it was closed, or on the page's load.
   function reveal(hash) {
-    const target = hash && document.getElementById(decodeURIComponent(hash.slice(1)));
+    let id = "";
+    try { id = decodeURIComponent(hash.slice(1)); } catch (e) { return; }  // (a malformed link)
+    const target = id && document.getElementById(id);
     if (!target || target.tagName !== "DETAILS") return;
     target.open = true;
     target.scrollIntoView();
@@ -332,8 +335,10 @@ def _js(value: object) -> str:
 
 def docs_html(openapi_url: str, title: str) -> str:
     """The page, reading the spec at ``openapi_url`` (the root path included)."""
-    script = (_SCRIPT.replace("__SPEC__", _js(openapi_url)).replace("__JS__", _js(SWAGGER_JS))
-              .replace("__CSS__", _js(SWAGGER_CSS)).replace("__WAIT__", str(SWAGGER_WAIT_MS)))
+    values = {"__SPEC__": _js(openapi_url), "__JS__": _js(SWAGGER_JS),
+              "__CSS__": _js(SWAGGER_CSS), "__WAIT__": str(SWAGGER_WAIT_MS)}
+    # (one pass: a root path that holds "__JS__" is not filled in again)
+    script = re.sub("|".join(values), lambda m: values[m.group(0)], _SCRIPT)
     escaped = _attribute(title)
     return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n"

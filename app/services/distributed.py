@@ -246,7 +246,8 @@ class _Tally:
 def _held(item: ParsedDocument | DocumentError) -> int:
     """About what ``item`` takes in memory, in bytes: its strings and metadata, and the objects
     around them (within 15% of tracemalloc's figure on a jsonl of titled records with two
-    metadata fields, 20 to 400 words each: held 2.2 times the file's size)."""
+    metadata fields, 20 to 400 words each: held 2.2 times the file's size). Metadata values
+    that are lists or objects count by their outer size only: an underestimate there."""
     size = sys.getsizeof
     if isinstance(item, DocumentError):
         return 200 + size(item.key) + size(item.source) + size(item.message)
@@ -428,6 +429,7 @@ class _ParseCache:
             repeated: list[ParsedDocument | DocumentError] = []
             first: dict[str, ParsedDocument | DocumentError] = {}  # (kept for the chunks)
             held = 0
+            budget = self._share(self._key(path, text_column, allowed))
             for item in results:
                 if not isinstance(item, ParsedDocument | DocumentError):
                     continue
@@ -435,7 +437,7 @@ class _ParseCache:
                     repeated.append(item)
                     continue
                 keys.add(item.key)
-                if held < self.max_bytes_kept:
+                if held < budget:
                     first[item.key] = item
                     held += _held(item)
                 yield item
@@ -496,12 +498,7 @@ class _ParseCache:
                     return kept.docs
             if kept is not None:
                 del self._files[cache_key]
-            # Each file's window a share of the budget, less a tenth for what a window takes
-            # past it (the document that fills it, those asked for beyond it): two large files
-            # whose chunks come in turn (two jobs) each let the other's window go, and were read
-            # from the top at every chunk.
-            budget = int(0.9 * self.max_bytes_kept) // (
-                1 + sum(entry.window for entry in self._files.values()))
+        budget = self._share(cache_key)
         rest, carried = None, {}
         known = kept.known if kept is not None and same else None
         if kept is not None:  # let its window go before the next is read (peak: twice)
@@ -690,9 +687,7 @@ class _ParseCache:
                 passed.add(key)
             if key in docs:
                 continue  # (a later one of a key in the window)
-            if key in missing:
-                if not from_top and passed.had(key):
-                    return None  # (its first lies behind)
+            if key in missing:  # (going on, checked against those passed before, at the start)
                 missing.discard(key)
             elif held >= budget or passed.had(key):
                 continue  # (past the budget, or a later one of a key given before it)
@@ -703,6 +698,28 @@ class _ParseCache:
         if missing and not from_top:
             return None
         return docs, held, True
+
+    def _share(self, cache_key: str) -> int:
+        """What a window of the file under ``cache_key`` may hold: its share of the budget with
+        the other files' windows kept, less a tenth for what a window takes past it (the
+        document that fills it, those asked for beyond it). Each held the whole budget, and two
+        large files whose chunks come in turn (two jobs) each let the other's window go: read
+        from the top at every chunk."""
+        with self._lock:
+            others = sum(entry.window for key, entry in self._files.items() if key != cache_key)
+        return int(0.9 * self.max_bytes_kept) // (1 + others)
+
+    def close_reads(self) -> None:
+        """Close the reads kept open at the end of windows (their files, and the parsers in
+        them): a worker idle, or its job done, held its last files open with no end, a
+        deleted upload's disk space with them. The next chunk of such a file reads it from the
+        top."""
+        with self._lock:
+            rests = [entry.rest for entry in self._files.values() if entry.rest is not None]
+            for entry in self._files.values():
+                entry.rest = None
+        for rest in rests:
+            rest.close()
 
     @staticmethod
     def _tail(docs: dict[str, ParsedDocument | DocumentError], count: int, most: int
@@ -849,6 +866,7 @@ class _IdleRelease:
         else:
             logger.debug("collection %r let go: no chunk of it running in this process",
                          collection)
+        _PARSED.close_reads()  # (no chunk runs here: its files need not stay open)
 
     def _run(self) -> None:
         while True:

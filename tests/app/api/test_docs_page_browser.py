@@ -76,7 +76,6 @@ def _opened(url: str, cdn: Any, fragment: str = "") -> Iterator[Any]:
 def test_without_the_cdn_the_page_is_the_servers_own_reference(served) -> None:
     with _opened(served, lambda route: route.abort("internetdisconnected")) as page:
         page.wait_for_selector("#facet-reference details", state="attached")
-        started = time.monotonic()
         assert page.is_hidden("#facet-loading")
         why = page.text_content("#facet-reference .why") or ""
         assert "could not be loaded from cdn.jsdelivr.net" in why, why
@@ -108,13 +107,11 @@ def test_without_the_cdn_the_page_is_the_servers_own_reference(served) -> None:
         # Every schema the spec has is there, by name.
         names = page.eval_on_selector_all("#schemas > details", "ds => ds.map(d => d.id)")
         assert names == [f"schema-{n}" for n in sorted(spec["components"]["schemas"])]
-        assert time.monotonic() - started < 30
 
 
 def test_a_cdn_that_does_not_answer_gives_the_reference_after_the_wait(served) -> None:
     held: list[Any] = []  # (never answered while the page is looked at)
     with _opened(served, lambda route: held.append(route)) as page:
-        assert page.is_visible("#facet-loading")  # (at first: "Loading Swagger UI...")
         page.wait_for_selector("#facet-reference details", state="attached",
                                timeout=docs_page.SWAGGER_WAIT_MS + 20_000)
         assert "had not loaded from cdn.jsdelivr.net within 4 s" in (
@@ -122,7 +119,8 @@ def test_a_cdn_that_does_not_answer_gives_the_reference_after_the_wait(served) -
         assert held  # the script was asked for
 
 
-def test_where_swagger_ui_loads_it_is_the_page(served) -> None:
+def test_where_swagger_ui_loads_it_is_the_page(served, monkeypatch) -> None:
+    monkeypatch.setattr(docs_page, "SWAGGER_WAIT_MS", 60_000)  # (a loaded machine's routing)
     def cdn(route: Any) -> None:
         if route.request.url.endswith(".js"):
             route.fulfill(status=200, content_type="text/javascript", body=STAND_IN)
@@ -147,7 +145,8 @@ def test_a_link_to_a_schema_opens_it_on_load_and_when_followed_again(served) -> 
         page.wait_for_function("document.getElementById('schema-ClusterBody').open")
 
 
-def test_a_swagger_ui_that_fails_to_start_gives_the_reference(served) -> None:
+def test_a_swagger_ui_that_fails_to_start_gives_the_reference(served, monkeypatch) -> None:
+    monkeypatch.setattr(docs_page, "SWAGGER_WAIT_MS", 60_000)  # (the reference says why)
     def cdn(route: Any) -> None:
         route.fulfill(status=200, content_type="text/javascript",
                       body="window.SwaggerUIBundle = function () { throw new Error('boom'); };"
