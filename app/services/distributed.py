@@ -504,10 +504,10 @@ class _ParseCache:
         if kept is not None:  # let its window go before the next is read (peak: twice)
             if same and kept.rest is not None:
                 # The same file: read on from where the window ended, with those asked for that
-                # it holds (a chunk across its end) and its last quarter, eight chunks at least (half
-                # its share of the budget at most)
-                # (the chunks of other threads of the process that ask after this one: with
-                # four threads, 9 reads from the top of a 97 MB file at a 32 MB budget).
+                # it holds (a chunk across its end) and its last quarter, eight chunks at least,
+                # half its share of the budget at most (the chunks of other threads of the
+                # process that ask after this one: with four threads, 9 reads from the top of a
+                # 97 MB file at a 32 MB budget).
                 rest, kept.rest = kept.rest, None
                 carried = self._tail(kept.docs, max(len(kept.docs) // 4, 8 * len(keys)), budget // 2)
                 carried.update((k, kept.docs[k]) for k in keys if k in kept.docs)
