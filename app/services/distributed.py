@@ -866,7 +866,10 @@ class _IdleRelease:
         else:
             logger.debug("collection %r let go: no chunk of it running in this process",
                          collection)
-        _PARSED.close_reads()  # (no chunk runs here: its files need not stay open)
+        with self._cond:  # (held already where the idle thread calls: re-entrant)
+            idle = not self._busy and not self._due
+        if idle:  # (no chunk of any collection runs here: no file need stay open; a busy
+            _PARSED.close_reads()  # one's read was closed too, and read from the top again)
 
     def _run(self) -> None:
         while True:

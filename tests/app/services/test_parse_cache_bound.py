@@ -214,6 +214,28 @@ def test_a_read_kept_open_is_closed_when_the_worker_lets_its_files_go(tmp_path) 
     assert again is not None and "corpus-1500" in again  # (from the top)
 
 
+def test_reads_are_closed_only_once_no_collection_is_in_use(tmp_path, monkeypatch) -> None:
+    """Letting one collection go closed every open read of the process, a busy job's too: its
+    next chunk read its file from the top (7 reads with 6 small jobs beside it, against 1)."""
+    import app.services.distributed as distributed
+
+    class Store:
+        def release(self, collection: str) -> None:
+            pass
+
+    path = _jsonl(tmp_path / "corpus.jsonl", 2000, words=40)
+    cache = _ParseCache(max_bytes_kept=1 << 16, records_over_bytes=1 << 16)
+    monkeypatch.setattr(distributed, "_PARSED", cache)
+    idle = distributed._IdleRelease(Store(), 0)
+    open_read = lambda: any(entry.rest is not None for entry in cache._files.values())  # noqa: E731
+    with idle.using("big"):
+        cache.pick(str(path), {"corpus-10"}, max_bytes=1 << 20)
+        with idle.using("small"):
+            pass  # (let go at once: idle_s 0)
+        assert open_read()  # "big" is still in use
+    assert not open_read()  # nothing in use: closed
+
+
 def test_a_window_of_a_csv_with_a_repeated_id_keeps_only_the_first(tmp_path) -> None:
     """A csv gives a repeated id again under the same key (a jsonl's second is an error of its
     line): a window that started past the first row of a key kept the later one, and served it
