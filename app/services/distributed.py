@@ -402,8 +402,7 @@ class _ParseCache:
         each as the inline run does); one ``OutsideRoots`` instead where a confined job
         (``allowed``: its folders' real paths) finds the file outside its folders."""
         if not self._by_line(path):
-            found = (self.read(path, max_bytes, text_column) if allowed is None
-                     else self.read_under(path, max_bytes, text_column, allowed))
+            found = self._read_whole(path, max_bytes, text_column, allowed)
             if found is None:
                 yield OutsideRoots(Path(path))
                 return
@@ -459,8 +458,7 @@ class _ParseCache:
         asked for that it still has. None where a confined job (``allowed``) finds the file
         outside its folders."""
         if not self._by_line(path):
-            whole = (self.read(path, max_bytes, text_column) if allowed is None
-                     else self.read_under(path, max_bytes, text_column, allowed))
+            whole = self._read_whole(path, max_bytes, text_column, allowed)
             return None if whole is None else whole[0]
         cache_key = self._key(path, text_column, allowed)
         with contextlib.ExitStack() as files:
@@ -471,12 +469,9 @@ class _ParseCache:
             if source.outside:
                 return None
             with self._lock:  # (a hit waits for no thread's read)
-                kept = self._files.get(cache_key)
-                if kept is not None and kept.stamp == source.stamp and kept.window \
-                        and kept.present(keys) <= kept.docs.keys():
-                    self._files.move_to_end(cache_key)
-                    return kept.docs
-            del kept
+                hit = self._served(cache_key, source.stamp, keys)
+            if hit is not None:
+                return hit
             with self._gate(cache_key):
                 return self._read_window(cache_key, source, files, read_at, keys, Path(path),
                                          max_bytes, text_column)
@@ -489,15 +484,13 @@ class _ParseCache:
         ended where that can be, else from the top (``files``: what holds ``source`` open,
         handed to the read that is kept)."""
         with self._lock:  # (another thread's read, while this one waited at the gate)
-            kept = self._files.get(cache_key)
-            same = kept is not None and kept.stamp == source.stamp and kept.window
-            if kept is not None and same:
-                keys = kept.present(keys)
-                if keys <= kept.docs.keys():
-                    self._files.move_to_end(cache_key)
-                    return kept.docs
-            if kept is not None:
-                del self._files[cache_key]
+            hit = self._served(cache_key, source.stamp, keys)
+            if hit is not None:
+                return hit
+            kept = self._files.pop(cache_key, None)
+        same = kept is not None and kept.stamp == source.stamp and kept.window
+        if kept is not None and same:
+            keys = kept.present(keys)  # (not looked for where the file is known to lack them)
         budget = self._share(cache_key)
         rest, carried = None, {}
         known = kept.known if kept is not None and same else None
@@ -548,21 +541,9 @@ class _ParseCache:
     def read(self, path: str, max_bytes: int, text_column: str | None = None
              ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
         """The file's documents by key, and the later ones of a repeated key."""
-        read_at = time.time_ns()
-        try:
-            st = os.stat(path)
-            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-        except OSError:
-            return {}, []
-        key = self._key(path, text_column, None)
-        with self._lock:
-            hit = self._files.get(key)
-            if hit is not None and hit.stamp == stamp and not hit.window:
-                self._files.move_to_end(key)
-                return hit.docs, hit.repeated
-        docs, repeated = self._parse(Path(path), max_bytes, text_column)
-        self._keep(key, read_at, self._whole(stamp, docs, repeated))
-        return docs, repeated
+        found = self._read_whole(path, max_bytes, text_column, None)
+        assert found is not None  # (only a confined read finds a file outside)
+        return found
 
     def read_under(self, path: str, max_bytes: int, text_column: str | None,
                    allowed: Sequence[Path]
@@ -573,25 +554,30 @@ class _ParseCache:
         a race), else None (``OUTSIDE_ROOTS``). Stamped from the open file itself and cached
         apart from ``read``'s (whose stamp is taken before a read that may be of another file),
         so a hit is the text of the very file just checked."""
+        return self._read_whole(path, max_bytes, text_column, allowed)
+
+    def _read_whole(self, path: str, max_bytes: int, text_column: str | None,
+                    allowed: Sequence[Path] | None
+                    ) -> tuple[dict[str, ParsedDocument | DocumentError],
+                               list[ParsedDocument | DocumentError]] | None:
+        """``read`` (``allowed`` None) or ``read_under``: a file it cannot look at gives
+        nothing, one a confined job finds outside its folders None."""
         read_at = time.time_ns()
-        try:
-            opened = OpenedUnder(Path(path), allowed)
-        except OSError:
-            return {}, []  # (as ``read`` answers a file it cannot look at)
-        with opened:
-            if opened.checked is None:
+        key = self._key(path, text_column, allowed)
+        with self._opened(path, allowed) as source:
+            if source.gone:
+                return {}, []
+            if source.outside:
                 return None
-            stamp = self._stamp(opened.stat, confined=True)
-            key = self._key(path, text_column, allowed)
             with self._lock:
                 hit = self._files.get(key)
-                if hit is not None and hit.stamp == stamp and not hit.window:
+                if hit is not None and hit.stamp == source.stamp and not hit.window:
                     self._files.move_to_end(key)
                     return hit.docs, hit.repeated
-            docs, repeated = self._parse(Path(path), max_bytes, text_column, opened.checked)
-            if not opened.still_under():  # (the fallback's check after the read)
+            docs, repeated = self._parse(Path(path), max_bytes, text_column, source.checked)
+            if not source.still_under():  # (the fallback's check after the read)
                 return None
-        self._keep(key, read_at, self._whole(stamp, docs, repeated))
+        self._keep(key, read_at, self._whole(source.stamp, docs, repeated))
         return docs, repeated
 
     # ------------------------------------------------------------------ inside
@@ -698,6 +684,17 @@ class _ParseCache:
         if missing and not from_top:
             return None
         return docs, held, True
+
+    def _served(self, cache_key: str, stamp: tuple[int, ...], keys: set[str]
+                ) -> dict[str, ParsedDocument | DocumentError] | None:
+        """Under the lock: the file's window where it is of the file as stamped now and holds
+        every key asked for (those the file is known to have), else None."""
+        kept = self._files.get(cache_key)
+        if kept is not None and kept.stamp == stamp and kept.window \
+                and kept.present(keys) <= kept.docs.keys():
+            self._files.move_to_end(cache_key)
+            return kept.docs
+        return None
 
     def _share(self, cache_key: str) -> int:
         """What a window of the file under ``cache_key`` may hold: its share of the budget with
