@@ -57,6 +57,7 @@ from app.errors import (
     domain_errors,
     embedder_refusal,
     quoted_field,
+    reworded,
 )
 from app.jobs import JobRunner, ThreadJobRunner
 from app.roots import root_holding
@@ -833,7 +834,7 @@ class Facet:
         except Exception as e:
             self.indexing.fail(prepared.job_id, f"could not start: {e}")
             if isinstance(e, FacetError):
-                raise type(e)(f"index job {prepared.job_id} could not be started: {e}") from e
+                raise reworded(e, f"index job {prepared.job_id} could not be started: {e}") from e
             raise FacetError(f"index job {prepared.job_id} could not be started: {e}") from e
         if getattr(self.job_runner, "runs_elsewhere", False):
             self.indexing.handed_off(prepared.job_id)

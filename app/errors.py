@@ -10,11 +10,12 @@ the core (``as_domain_error``), so an edge only ever handles ``FacetError``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 class FacetError(Exception):
@@ -31,6 +32,19 @@ class FacetError(Exception):
     def __init__(self, *args: object, param: str | None = None) -> None:
         super().__init__(*args)
         self.param = param
+
+
+_E = TypeVar("_E", bound="FacetError")
+
+
+def reworded(error: _E, message: str) -> _E:
+    """``error`` with ``message`` for its text, its class and attributes kept (``param``, a
+    ``BusyError``'s or ``UnavailableError``'s ``retry_after_s``): ``type(e)(message)`` lost them,
+    so a 503 of a broker out of reach, said again as "index job N could not be started: ...",
+    had no ``Retry-After``."""
+    copied = copy.copy(error)
+    copied.args = (message,)
+    return copied
 
 
 class InvalidRequestError(FacetError, ValueError):
@@ -79,8 +93,24 @@ class BusyError(FacetError):
         self.retry_after_s = retry_after_s
 
 
+# How long a client is asked to wait (``Retry-After``) where a part the request needs is out
+# of reach and may come back by itself: a server down or restarting, no worker answering.
+OUTAGE_RETRY_AFTER_S = 5.0
+
+
 class UnavailableError(FacetError):
-    """A part the request needs is not installed or not running (an optional extra, a worker)."""
+    """A part the request needs is not installed or not running (an optional extra, a worker).
+
+    ``retry_after_s``: set where the cause may pass by itself (a broker, database or Qdrant
+    server out of reach, no worker answering: ``OUTAGE_RETRY_AFTER_S``), so the HTTP edge
+    answers 503 with ``Retry-After``; None where it will not without someone acting (an extra
+    not installed, a setting missing, a disk full), and the 503 carries none: a client that
+    honours the header should not poll those."""
+
+    def __init__(self, *args: object, retry_after_s: float | None = None,
+                 param: str | None = None) -> None:
+        super().__init__(*args, param=param)
+        self.retry_after_s = retry_after_s
 
 
 class ModelError(FacetError):
@@ -137,6 +167,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
         StoreBusyError,
         StoreDamagedError,
         StoreUnavailableError,
+        StoreUnreachableError,
     )
 
     if isinstance(error, FacetError):
@@ -161,6 +192,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return NotFoundError(str(error))
     if isinstance(error, StoreBusyError):
         return ConflictError(str(error))
+    if isinstance(error, StoreUnreachableError):
+        return UnavailableError(str(error), retry_after_s=OUTAGE_RETRY_AFTER_S)
     if isinstance(error, StoreUnavailableError | SourceUnavailableError):
         return UnavailableError(str(error))
     if isinstance(error, StoreDamagedError):
@@ -209,8 +242,9 @@ def as_domain_error(error: Exception) -> FacetError | None:
                                     "(a drive removed, a network share gone)? Once it is back, "
                                     "run the command again: an index job resumes where it stopped")
         limit = connection_limit(error)
-        if limit is not None:
-            return UnavailableError(connection_limit_text(limit))
+        if limit is not None:  # (other sessions end: it passes)
+            return UnavailableError(connection_limit_text(limit),
+                                    retry_after_s=OUTAGE_RETRY_AFTER_S)
         if database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
@@ -220,7 +254,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
             first = next((line.strip() for line in said.splitlines() if line.strip()), "")
             return UnavailableError(f"the metadata database (PostgreSQL) is out of reach: "
                                     f"{mask_passwords(first)}; nothing was changed: retry when "
-                                    "it is back (FACET_DATABASE_URL)")
+                                    "it is back (FACET_DATABASE_URL)",
+                                    retry_after_s=OUTAGE_RETRY_AFTER_S)
     return None
 
 
@@ -294,6 +329,22 @@ def database_server_gone(error: Exception) -> bool:
         return False
     state = getattr(orig, "sqlstate", None)
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+# A server that answered a connection with one of these is starting or stopping: it comes back.
+_PASSING_REFUSALS = ("starting up", "shutting down", "in recovery mode", "not yet accepting")
+
+
+def database_may_come_back(error: Exception) -> bool:
+    """Whether a database error that stopped a connection may pass by itself (a 503's
+    ``Retry-After``): ``database_server_gone``, except where the server answered the connection
+    with a refusal of its own (``FATAL: database "x" does not exist``, a password refused:
+    a connect's error carries no SQLSTATE, so its words tell it), which waiting does not mend;
+    a server starting or shutting down does come back."""
+    if not database_server_gone(error):
+        return False
+    said = str(getattr(error, "orig", None) or error)
+    return "FATAL:" not in said or any(words in said for words in _PASSING_REFUSALS)
 
 
 @contextlib.contextmanager

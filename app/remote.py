@@ -34,7 +34,7 @@ import numpy as np
 
 from app import errors as E
 from app.encoding import _validated
-from app.errors import FacetError, UnavailableError, domain_errors
+from app.errors import OUTAGE_RETRY_AFTER_S, FacetError, UnavailableError, domain_errors
 from app.services.context import job_log_path
 from app.services.indexing import PreparedJob
 from app.settings import FacetSettings, mask_passwords, masked_url
@@ -211,7 +211,8 @@ def check_broker(settings: FacetSettings, *, encoding: bool = False,
             f"cannot reach the broker at {masked_url(url)} "
             f"({type(e).__name__}: {one_line(mask_passwords(str(e)))}); start Redis "
             "(docker compose up -d redis) or check FACET_BROKER_URL; "
-            + (way_out or (ENCODING_WAY_OUT if encoding else BROKER_WAY_OUT))) from e
+            + (way_out or (ENCODING_WAY_OUT if encoding else BROKER_WAY_OUT)),
+            retry_after_s=OUTAGE_RETRY_AFTER_S) from e
 
 
 def one_line(text: str) -> str:
@@ -247,7 +248,7 @@ def check_result_backend(settings: FacetSettings) -> None:
             f"cannot reach the result backend at {masked_url(url)} "
             f"({type(e).__name__}: {one_line(mask_passwords(str(e)))}); the broker is fine: "
             "start that Redis or check FACET_RESULT_BACKEND (unset, the broker holds the "
-            "results)") from e
+            "results)", retry_after_s=OUTAGE_RETRY_AFTER_S) from e
 
 
 class CeleryJobRunner:
@@ -282,7 +283,7 @@ class CeleryJobRunner:
             raise UnavailableError(
                 f"could not send job {job.job_id} to the broker at "
                 f"{masked_url(self.settings.broker_url or '')}: "
-                f"{one_line(mask_passwords(str(e)))}") from e
+                f"{one_line(mask_passwords(str(e)))}", retry_after_s=OUTAGE_RETRY_AFTER_S) from e
         logger.info("job %d sent to the index queue", job.job_id)
 
     def close(self) -> None:
@@ -342,6 +343,9 @@ def _error_from(payload: dict[str, Any], spec: str | None = None) -> FacetError:
         return UnavailableError(
             f"worker {worker} cannot load {spec!r}, which this server can: {message} "
             f"({PLUGIN_LOADS_WHERE_REGISTERED}; start the workers with the plugins the server has)")
+    if isinstance(cls, type) and issubclass(cls, UnavailableError):
+        wait = payload.get("retry_after_s")
+        return cls(message, retry_after_s=float(wait) if isinstance(wait, int | float) else None)
     if isinstance(cls, type) and issubclass(cls, FacetError) and cls is not E.BusyError:
         return cls(message)
     return FacetError(message)
@@ -448,7 +452,8 @@ class CeleryQueryEncoder:
                     f"no worker answered on the {queue!r} queue within "
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): this process "
                     "had more requests for the workers waiting than it sends at once; start more "
-                    f"workers (facet worker --queues {queue}) or send fewer requests at a time")
+                    f"workers (facet worker --queues {queue}) or send fewer requests at a time",
+                    retry_after_s=OUTAGE_RETRY_AFTER_S)
         silent = self._silent.get(queue)
         if silent is not None:
             consumed = self._consumed(queue)
@@ -461,7 +466,8 @@ class CeleryQueryEncoder:
                     f"no worker answered on the {queue!r} queue: none consumes it (asked of the "
                     f"workers just now; a call to it went unanswered "
                     f"{time.monotonic() - silent:.0f}s ago): none is running, or each is a "
-                    f"`--pool solo` worker busy with a task; start one: facet worker --queues {queue}")
+                    f"`--pool solo` worker busy with a task; start one: facet worker --queues {queue}",
+                    retry_after_s=OUTAGE_RETRY_AFTER_S)
         try:
             # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
             # dropped (revoked as expired) instead of being run later for nobody, ahead of the
@@ -472,7 +478,8 @@ class CeleryQueryEncoder:
             check_broker(self.settings, encoding=True)  # the clearer message when it is down
             check_result_backend(self.settings)  # ... or the result backend
             raise UnavailableError(f"could not send {task} to the {queue!r} queue: "
-                                   f"{one_line(mask_passwords(str(e)))}") from e
+                                   f"{one_line(mask_passwords(str(e)))}",
+                                   retry_after_s=OUTAGE_RETRY_AFTER_S) from e
         try:
             answer = result.get(timeout=timeout, propagate=True)
             self._heard(queue)
@@ -488,7 +495,7 @@ class CeleryQueryEncoder:
                     f"no worker answered on the {queue!r} queue within "
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): none is "
                     f"running, or each is busy or stalled; start one: facet worker --queues "
-                    f"{queue}") from e
+                    f"{queue}", retry_after_s=OUTAGE_RETRY_AFTER_S) from e
             with contextlib.suppress(Exception):  # (the backend gone: said below)
                 if result.ready():
                     self._heard(queue)  # a worker's error is its answer

@@ -91,6 +91,11 @@ class StoreUnavailableError(StoreError):
     embedded store's folder that cannot be written (a read-only mount); may be transient."""
 
 
+class StoreUnreachableError(StoreUnavailableError):
+    """A Qdrant server nothing answers on (down, restarting, a network between): the one
+    unavailability that passes by itself, so a client may retry (HTTP ``Retry-After``)."""
+
+
 # Below this much free space a disk counts as full: SQLite reports a failed write of its WAL or
 # shared memory as "disk I/O error", and the store's memory-mapped files fail with SIGBUS (a
 # shard's load replays its WAL into them), so a little room is needed to do anything at all.

@@ -50,6 +50,7 @@ from indexer.errors import (
     StoreDamagedError,
     StoreError,
     StoreUnavailableError,
+    StoreUnreachableError,
     disk_full_text,
     disk_full_words,
     mask_secrets,
@@ -1993,7 +1994,9 @@ def _client_error(store: QdrantClientStore, error: Exception) -> StoreError:
     if isinstance(error, ResponseHandlingException | ConnectionError | TimeoutError | OSError) \
             or type(error).__module__.startswith(("httpx", "httpcore", "grpc")):
         cause = error.source if isinstance(error, ResponseHandlingException) else error
-        return StoreUnavailableError(mask_secrets(
+        # (A server's connection, which may come back; a local store's OSError is its disk.)
+        kind = StoreUnreachableError if store.url else StoreUnavailableError
+        return kind(mask_secrets(
             f"cannot reach {where}: {type(cause).__name__}: {cause}; {_UNREACHABLE_HINT}"))
     return StoreError(mask_secrets(f"{where} failed: {type(error).__name__}: {error}"))
 
@@ -2155,7 +2158,7 @@ class QdrantClientStore(VectorStore):
                 socket.create_connection(target, timeout=timeout_s).close()
             except OSError as e:  # refused, no such host, no answer (TimeoutError)
                 why = f"no answer within {timeout_s:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
-                raise StoreUnavailableError(mask_secrets(
+                raise StoreUnreachableError(mask_secrets(
                     f"cannot reach Qdrant at {masked_url(self.url)}: {why}; {_UNREACHABLE_HINT}")) from e
         # Through a proxy a connect to the server says nothing; before a first success, the
         # connect does not tell Qdrant from a web server on its port.

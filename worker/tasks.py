@@ -333,8 +333,13 @@ def _out_of_memory(e: MemoryError, what: str, spec: str) -> FacetError:
 
 
 def _error(e: FacetError) -> dict[str, Any]:
-    # (which worker: the server says it where the error is the worker's, ``worker_error``)
-    return {"error": {"type": type(e).__name__, "message": str(e), "worker": f"{leases.HOST}:{os.getpid()}"}}
+    # (which worker: the server says it where the error is the worker's, ``worker_error``; a
+    # wait an outage asks for, so the server's 503 has its Retry-After)
+    said: dict[str, Any] = {"type": type(e).__name__, "message": str(e),
+                            "worker": f"{leases.HOST}:{os.getpid()}"}
+    if isinstance(e, UnavailableError) and e.retry_after_s is not None:
+        said["retry_after_s"] = e.retry_after_s
+    return {"error": said}
 
 
 @celery_app.task(name=ENCODE_TASK, ignore_result=False, acks_late=False)

@@ -109,11 +109,15 @@ MEANING: dict[int, str] = {
     500: "server-side failure (a database out of reach, an embedder that failed on its own: "
          "code model_error...); the server log has the details",
     503: "unavailable: a part the request needs is not installed or not running (a worker, the "
-         "broker, the store server; code unavailable)",
+         "broker, the store server; code unavailable); with Retry-After where it may come back "
+         "by itself (a server out of reach, no worker answering), without where someone must act "
+         "(an extra not installed, a setting missing, a disk full)",
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
     429: {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+    503: {"Retry-After": {"description": "seconds to wait; only where the outage may pass by "
+                                         "itself", "schema": {"type": "integer"}}},
 }
 
 
@@ -241,8 +245,9 @@ async def _facet_error(request: Request, exc: Exception) -> JSONResponse:
     if code is None and isinstance(exc, NotFoundError):
         code = _not_found_code(request, exc)
     headers = None
-    if isinstance(exc, BusyError):
-        headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
+    wait = exc.retry_after_s if isinstance(exc, BusyError | UnavailableError) else None
+    if wait is not None:  # (503: only an outage that may pass by itself has one)
+        headers = {"Retry-After": str(max(1, round(wait)))}
     # Never a URL's password or key in the body either (the lower packages mask theirs).
     message = mask_secrets(str(exc))
     log_answer(request, status, message, code, collection=_collection_of(request, exc))

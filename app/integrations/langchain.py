@@ -681,9 +681,12 @@ def _http_error(response: Any, url: str, api_key: str | None = None) -> FacetErr
     # The field at fault as e.param, as the in-process retriever's error has it (it was only
     # in the message: e.param was None).
     field = str(param) if param else None
+    retry = response.headers.get("retry-after", "")
     if cls is BusyError:
-        retry = response.headers.get("retry-after", "")
         return BusyError(message + where, float(retry) if retry.isdigit() else 1.0, param=field)
+    if cls is UnavailableError:  # (a wait only where the outage may pass: the server's word)
+        return UnavailableError(message + where, param=field,
+                                retry_after_s=float(retry) if retry.isdigit() else None)
     return cls(message + where, param=field)
 
 

@@ -182,11 +182,16 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
         return ConflictError(str(error))
     if isinstance(error, IncompleteMigration):
         return _half_migrated(settings, error)
-    from app.errors import connection_limit, connection_limit_text
+    from app.errors import (
+        OUTAGE_RETRY_AFTER_S,
+        connection_limit,
+        connection_limit_text,
+        database_may_come_back,
+    )
 
     limit = connection_limit(error)
     if limit is not None:
-        return UnavailableError(connection_limit_text(limit))
+        return UnavailableError(connection_limit_text(limit), retry_after_s=OUTAGE_RETRY_AFTER_S)
     said = str(getattr(error, "orig", None) or error)
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
     damaged = _damaged_sqlite(settings, first)
@@ -210,7 +215,9 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     message = (f"cannot open the metadata database {where!r}: {mask_passwords(first)}; "
                f"check {check}")
     if settings.database_url and isinstance(error, OperationalError):
-        return UnavailableError(message)
+        # (A server down or restarting comes back; a wrong password or database name does not.)
+        return UnavailableError(message, retry_after_s=OUTAGE_RETRY_AFTER_S
+                                if database_may_come_back(error) else None)
     if isinstance(error, NewerSchema):
         # A conflict between versions (exit 5, as `facet move-metadata` says it of such a
         # target), not a failure of this one: it was exit 1, "any other failure".

@@ -1372,8 +1372,8 @@ def _store_errors() -> Iterator[None]:
         yield
     except StoreBusyError as e:
         raise ConflictError(str(e)) from e
-    except StoreUnavailableError as e:
-        raise UnavailableError(str(e)) from e
+    except StoreUnavailableError as e:  # (a server out of reach with its Retry-After)
+        raise as_domain_error(e) or UnavailableError(str(e)) from e
     except StoreDamagedError as e:
         raise DataError(str(e)) from e
     except StoreError as e:

@@ -33,6 +33,7 @@ from app.errors import (
     FacetError,
     InvalidRequestError,
     NotFoundError,
+    reworded,
 )
 from app.settings import FacetSettings, mask_passwords, masked_url
 from app.text import shell_word
@@ -170,7 +171,7 @@ def _open_target(settings: FacetSettings, url: str) -> Engine:
         return open_database(settings.model_copy(update={"database_url": url}))
     except FacetError as e:
         said = str(e).replace("check FACET_DATABASE_URL", "check the --to URL")
-        raise type(e)(said) from e.__cause__
+        raise reworded(e, said) from e.__cause__
 
 
 def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
@@ -409,7 +410,7 @@ def _check_target(settings: FacetSettings, url: str, target: str) -> None:
                 "give a new file's path or an empty database; nothing was written",
                 param="to") from None
         error = database_error(settings.model_copy(update={"database_url": url}), e)
-        raise type(error)(str(error).replace("check FACET_DATABASE_URL", "check the --to URL")) \
+        raise reworded(error, str(error).replace("check FACET_DATABASE_URL", "check the --to URL")) \
             from e
     finally:
         engine.dispose()

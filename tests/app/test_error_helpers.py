@@ -44,3 +44,19 @@ def test_an_optional_collection_left_empty_says_so():
 @pytest.mark.parametrize("name", ["notes", "my-notes_2", None, 3])
 def test_a_name_and_other_types_pass(name):
     check_collection(name)  # other types are their callers' type checks
+
+
+def test_an_error_said_again_keeps_its_class_field_and_wait():
+    """``reworded``: "index job N could not be started: ..." of a broker out of reach was
+    ``type(e)(message)``, which dropped the error's ``retry_after_s`` (the 503's Retry-After)
+    and its ``param``."""
+    from app.errors import BusyError, UnavailableError, reworded
+
+    outage = UnavailableError("cannot reach the broker", retry_after_s=5.0, param="source")
+    again = reworded(outage, "index job 3 could not be started: cannot reach the broker")
+    assert type(again) is UnavailableError and str(again).startswith("index job 3 could not")
+    assert (again.retry_after_s, again.param) == (5.0, "source")
+    assert str(outage) == "cannot reach the broker"  # the original is left as it was
+    busy = reworded(BusyError("queue full", 12.0), "queue full, again")
+    assert (type(busy), busy.retry_after_s, str(busy)) == (BusyError, 12.0, "queue full, again")
+    assert reworded(UnavailableError("no extra"), "said").retry_after_s is None

@@ -149,8 +149,9 @@ def test_a_stalled_broker_after_an_unanswered_query_is_said_as_soon(tmp_path) ->
     server = own_redis(tmp_path)
     encoder = CeleryQueryEncoder(_settings(tmp_path, server, worker_timeout_s=1.0))
     try:
-        with pytest.raises(UnavailableError, match="within 1s"):  # no worker: the queue is silent
+        with pytest.raises(UnavailableError, match="within 1s") as silent:  # no worker: the queue is silent
             encoder.encode(["first"], embedder="minilm")
+        assert silent.value.retry_after_s == 5.0  # (a worker may start: the 503's Retry-After)
         _stall(server)
         t0 = time.monotonic()
         with pytest.raises(UnavailableError, match="cannot reach the broker"):

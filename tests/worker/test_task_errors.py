@@ -204,3 +204,19 @@ def test_a_chunk_whose_failure_cannot_be_recorded_is_tried_again_not_dropped(mon
     assert said[0].startswith("chunk 2 of job 4: attempt to write a readonly database; still failing")
     assert said[1].endswith("left to the sweeper, which sends it again once the job is stalled"), said
 
+
+
+def test_an_outage_a_worker_meets_keeps_its_wait_on_the_way_back() -> None:
+    """A worker's error travels as ``{"type", "message"}`` and is rebuilt by its class: an
+    outage's ``retry_after_s`` (the server's 503 ``Retry-After``) was lost on the way; a
+    missing part's stays None."""
+    from app.errors import BusyError, UnavailableError
+    from app.remote import _error_from
+    from worker.tasks import _error
+
+    outage = _error_from(_error(UnavailableError("cannot reach Qdrant", retry_after_s=5.0))["error"])
+    assert type(outage) is UnavailableError and outage.retry_after_s == 5.0, outage
+    missing = _error_from(_error(UnavailableError("no GPU here"))["error"])
+    assert type(missing) is UnavailableError and missing.retry_after_s is None
+    assert str(missing) == "no GPU here"
+    assert type(_error_from(_error(BusyError("full"))["error"])) is not BusyError  # (as before)

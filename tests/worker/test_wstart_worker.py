@@ -139,6 +139,7 @@ def test_a_pool_process_says_its_preload_failed_and_a_cuda_error_is_a_503(
         error = r.json()["error"]
         assert error["type"] == "server_error" and error["code"] == "unavailable", error
         assert NO_GPU in error["message"]
+        assert "retry-after" not in r.headers, r.headers  # (no GPU will not come by waiting)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -101,6 +101,8 @@ def test_ready_names_a_broker_out_of_reach_as_a_job_submission_does(broker_down,
     write_corpus(tmp_path / "src", 1)
     job = client.post("/jobs", json={"source": str(tmp_path / "src"), "collection": "c"})
     assert job.status_code == 503 and job.json()["error"]["message"].startswith(said), job.text
+    # A broker out of reach may come back: the 503 says when to ask again (it had no header).
+    assert job.headers.get("retry-after") == "5", job.headers
 
 
 def test_ready_names_both_ways_out_where_queries_go_to_the_workers(tmp_path) -> None:

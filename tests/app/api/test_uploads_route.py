@@ -209,6 +209,8 @@ def test_an_upload_into_a_full_temporary_folder_is_unavailable_and_says_where(
         assert answer.status_code == 503, answer.text  # (the old code: 500, then 400)
         error = answer.json()["error"]
         assert error["code"] == "unavailable", error
+        # A full disk does not pass by itself: no Retry-After for a client to poll by.
+        assert "retry-after" not in answer.headers, answer.headers
         assert error["message"] == (
             f"the server's temporary folder ({tempfile.gettempdir()}), where uploads are received, is "
             "full (No space left on device): free some space there, or point TMPDIR at a disk with "

@@ -345,3 +345,21 @@ def test_the_default_timeout_outlasts_the_servers_worker_timeout() -> None:
 
     assert FacetRetriever(collection="c", base_url="http://127.0.0.1:1").timeout > \
         FacetSettings().worker_timeout_s + 15
+
+
+def test_a_503_is_an_unavailable_error_with_the_wait_the_server_asks_for() -> None:
+    """The server's ``Retry-After`` on a 503 (an outage that may pass) as the error's
+    ``retry_after_s``, as a 429's was; None where it sent none (a part that is missing). (An
+    answer built with httpx, as the client receives it: no server says the first here.)"""
+    import httpx
+
+    from app.integrations.langchain import _http_error
+
+    body = {"error": {"message": "cannot reach Qdrant at http://q:6333", "type": "server_error",
+                      "param": None, "code": "unavailable"}}
+    url = "http://127.0.0.1:8000/search"
+    outage = _http_error(httpx.Response(503, json=body, headers={"Retry-After": "5"}), url)
+    missing = _http_error(httpx.Response(503, json=body), url)
+    assert type(outage) is UnavailableError and outage.retry_after_s == 5.0, outage
+    assert type(missing) is UnavailableError and missing.retry_after_s is None, missing
+    assert str(outage).startswith("cannot reach Qdrant at http://q:6333 (HTTP 503 from ")

@@ -343,12 +343,30 @@ def test_a_database_outage_under_a_running_server_is_unavailable_not_a_bug(make_
                                                     "reach: "), caught.value
                 assert str(caught.value).endswith("nothing was changed: retry when it is back "
                                                   "(FACET_DATABASE_URL)")
+                assert caught.value.retry_after_s == 5.0  # (an API client's Retry-After)
         finally:
             postgres.start()
         assert [c.name for c in facet.collections()] == ["outage"]
         facet.delete_collection("outage")
     finally:
         facet.close()
+
+
+def test_only_a_database_server_out_of_reach_asks_to_be_retried(tmp_path, postgres: Cluster) -> None:
+    """A server down may come back (an API client's 503 carries ``Retry-After``); a database that
+    is not there will not without someone acting, and a client should not poll it (every 503
+    came without the header, whatever its cause)."""
+    from app.errors import UnavailableError
+    from app.services.context import open_database
+    from app.settings import FacetSettings
+
+    waits = {}
+    for name, url in (("down", f"postgresql+psycopg://facet@127.0.0.1:{_free_port()}/facet"),
+                      ("no such database", postgres.url.rsplit("/", 1)[0] + "/no_such_db")):
+        with pytest.raises(UnavailableError) as caught:
+            open_database(FacetSettings(data_dir=tmp_path / "data", database_url=url))
+        waits[name] = caught.value.retry_after_s
+    assert waits == {"down": 5.0, "no such database": None}, waits
 
 
 def test_a_database_out_of_reach_is_one_line_with_its_password_masked(tmp_path) -> None:

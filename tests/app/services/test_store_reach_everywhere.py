@@ -106,6 +106,7 @@ def test_the_api_answers_503_at_once(unreachable, tmp_path) -> None:
                 response = client.post(path, json=body)
                 assert time.monotonic() - t0 < QUICK_S, path
                 assert response.status_code == 503, (path, response.text)
+                assert response.headers.get("retry-after") == "5", (path, response.headers)
                 assert response.json()["error"]["message"].startswith(f"cannot reach Qdrant at {unreachable}: ")
         assert facet.context.embedders.peek("minilm") is None
     finally:
