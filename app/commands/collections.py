@@ -18,7 +18,14 @@ from urllib.parse import quote
 
 import typer
 
-from app.commands.common import STDIN_MAX_BYTES, argument_text, handle_errors, open_facet, read_capped
+from app.commands.common import (
+    STDIN_MAX_BYTES,
+    argument_text,
+    exit_code,
+    handle_errors,
+    open_facet,
+    read_capped,
+)
 from app.commands.index import newest_job_id
 from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
 from app.services.collections import (
@@ -893,20 +900,29 @@ MAX_FOLLOW_INTERVAL_S = 86_400
 
 
 def _follow(job_id: int, interval: float, out: TextIO | None = None, *,
-            as_json: bool = False) -> int:
+            as_json: bool = False, allow_failures: bool = False) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
     into a log); the exit code. ``as_json``: the progress goes to stderr and stdout gets the
     job's final record, as `facet jobs ID --json` prints it (until 2026-12-01 --json was
-    ignored here: text lines on stdout, after the record with --cancel)."""
+    ignored here: text lines on stdout, after the record with --cancel). A job that completed
+    with failed documents exits as `facet index` does (4, the error line on stderr) unless
+    ``allow_failures``: it exited 0, so `facet index --background` then `facet jobs N --follow
+    && next-step` went on with a collection missing documents, or holding none."""
     out = out if out is not None else sys.stderr if as_json else sys.stdout
     follower = JobFollower(out, tty=out.isatty())
     with open_facet() as facet:
         while True:
             # No errors: they were all read again at each interval, 20,000 of them on a big job.
-            code = follower.show(facet.job(job_id, errors=0))
+            job = facet.job(job_id, errors=0)
+            code = follower.show(job)
             if code is not None:
                 if as_json:
                     typer.echo(printable_json(asdict(facet.job(job_id, errors=DEFAULT_JOB_ERRORS))))
+                if code == 0 and job.state == "completed" and job.docs_failed and not allow_failures:
+                    failure = DataError(f"{job.docs_failed} of {job.docs_seen} documents failed; "
+                                        f"see `facet jobs {job_id}`")
+                    typer.echo(f"error: {failure} (--allow-failures to exit 0 anyway)", err=True)
+                    return exit_code(failure)
                 return code
             time.sleep(max(0.1, interval))
 
@@ -1048,7 +1064,11 @@ def register(cli: typer.Typer) -> None:
                            "/jobs/ID)")] = False,
         follow: Annotated[bool, typer.Option(
             "--follow", "-f", help="show JOB_ID's progress live until it ends (exit 1 if it "
-                                   "failed or was interrupted)")] = False,
+                                   "failed, was cancelled or interrupted; 4 if it completed "
+                                   "with failed documents, as `facet index`)")] = False,
+        allow_failures: Annotated[bool, typer.Option(
+            "--allow-failures", help="with --follow: exit 0 when the job completed, even with "
+                                     "failed documents")] = False,
         interval: Annotated[float, typer.Option("--interval", help="seconds between updates")
                             ] = 1.0,
         errors: Annotated[int | None, typer.Option(
@@ -1067,6 +1087,10 @@ def register(cli: typer.Typer) -> None:
         """List index jobs, or show one with its per-document errors (or cancel it)."""
         if follow and job_id is None:
             typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
+            raise typer.Exit(2)
+        if allow_failures and not follow:
+            typer.echo("error: --allow-failures goes with --follow (it sets the exit code of a "
+                       "job followed to its end)", err=True)
             raise typer.Exit(2)
         if not (math.isfinite(interval) and 0 < interval <= MAX_FOLLOW_INTERVAL_S):
             # (1e12 or inf was an OverflowError traceback at the first wait; nan and -1 were 0.1)
@@ -1095,7 +1119,8 @@ def register(cli: typer.Typer) -> None:
             if follow:  # with --json: the job's final record alone on stdout, when it ends
                 if not as_json:
                     _say_cancelled(job)
-                raise typer.Exit(_follow(job_id, interval, as_json=as_json))
+                raise typer.Exit(_follow(job_id, interval, as_json=as_json,
+                                         allow_failures=allow_failures))
             if as_json:
                 typer.echo(printable_json(asdict(job)))
             else:
@@ -1121,7 +1146,8 @@ def register(cli: typer.Typer) -> None:
                 there = len(first) + (first.not_shown if isinstance(first, JobList) else 0)
         if follow:
             assert job_id is not None
-            raise typer.Exit(_follow(job_id, interval, as_json=as_json))
+            raise typer.Exit(_follow(job_id, interval, as_json=as_json,
+                                     allow_failures=allow_failures))
         if as_json:
             # One job asked for by its id: its object, as `--cancel --json`, `facet index
             # --background --json` and GET /jobs/ID give it (it was a one-element list).

@@ -156,3 +156,25 @@ def test_on_a_narrow_terminal_the_line_is_cut_to_its_width(job) -> None:
     # The final line is whole: it stays on the screen (its chunks figure was cut off).
     assert rows[-1] == f"job {job_id} completed: 1000/1000 documents (0 indexed, 0 unchanged, " \
                        "0 failed), 0 chunks written", rows
+
+
+def test_a_job_that_completed_with_failed_documents_exits_as_facet_index_does(job, tmp_path) -> None:
+    """`facet index --background` then `facet jobs N --follow && next-step` went on, exit 0,
+    where the same run in the foreground exits 4 for its failed documents (the CLI
+    exploration of the third session of 2026-12-07). ``--allow-failures`` says 0, as there."""
+    job_id, update, _ = job
+    update(state="completed", message=None, docs_seen=2, docs_indexed=1, docs_failed=1)
+    env = {"FACET_DATA_DIR": str(tmp_path)}
+    done = invoke_cli("jobs", str(job_id), "--follow", env=env)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.stdout.startswith(f"job {job_id} completed: "), done.stdout
+    assert done.stderr == (f"error: 1 of 2 documents failed; see `facet jobs {job_id}` "
+                           "(--allow-failures to exit 0 anyway)\n"), done.stderr
+    as_json = invoke_cli("jobs", str(job_id), "--follow", "--json", env=env)
+    assert as_json.returncode == 4 and '"docs_failed": 1' in as_json.stdout, as_json.stdout
+    allowed = invoke_cli("jobs", str(job_id), "--follow", "--allow-failures", env=env)
+    assert allowed.returncode == 0 and "error" not in allowed.stderr, allowed.stderr
+    alone = invoke_cli("jobs", str(job_id), "--allow-failures", env=env)
+    assert alone.returncode == 2 and "--allow-failures goes with --follow" in alone.stderr
+    update(docs_failed=0, docs_indexed=2)
+    assert invoke_cli("jobs", str(job_id), "--follow", env=env).returncode == 0
