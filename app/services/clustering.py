@@ -1997,8 +1997,13 @@ def _strict_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(f"{where} is not UTF-8 text (line {line}, byte {e.start}); save it as UTF-8") from e
+        read = bytes(e.object)  # (after a byte order mark, which e.start does not count)
+        line = read.count(b"\n", 0, e.start) + 1
+        # The byte's place in its line, counted from 1 ("line 3, byte 14" gave the offset in
+        # the whole input beside the line's number, past the end of a 6-byte line).
+        column = e.start - read.rfind(b"\n", 0, e.start)
+        raise DataError(f"{where} is not UTF-8 text (line {line}, byte 0x{read[e.start]:02X} at byte "
+                        f"{column} of the line); save it as UTF-8") from e
 
 
 def _json(raw: str, where: str) -> Any:

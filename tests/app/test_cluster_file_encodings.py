@@ -72,8 +72,16 @@ def test_standard_input_is_still_utf8_only(tmp_path: Path) -> None:
     a file are read as Latin-1)."""
     path = tmp_path / "stdin.txt"
     path.write_bytes(b"ok\ncaf\xe9\n")
-    with pytest.raises(DataError, match=r"^standard input is not UTF-8 text"):
+    with pytest.raises(DataError) as refused:
         read_text_file(path, name="standard input", utf8_only=True)
+    # Its place in its line ("byte 6" was the offset in the whole input, past line 2's end);
+    # after a byte order mark, counted without it.
+    assert str(refused.value) == ("standard input is not UTF-8 text (line 2, byte 0xE9 at byte 4 "
+                                  "of the line); save it as UTF-8"), refused.value
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbfab\xffc")
+    with pytest.raises(DataError, match=r"\(line 1, byte 0xFF at byte 3 of the line\)"):
+        read_text_file(marked, name="standard input", utf8_only=True)
     assert read_text_file(path) == ["ok", "café"]
     from tests.app.cli_runner import invoke_cli
 
