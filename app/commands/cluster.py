@@ -46,7 +46,7 @@ from app.errors import InvalidRequestError, NotFoundError, TooLargeError
 from app.files import absent, is_stdout, is_stream
 from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED
 from app.settings import get_settings
-from app.text import plural, printable, printable_json
+from app.text import bar_size, plural, printable, printable_json
 
 DEFAULT_K = 8
 
@@ -332,7 +332,7 @@ class ClusterBar:
         from tqdm import tqdm
 
         self.tty = sys.stderr.isatty()
-        self.bar = tqdm(total=100, unit="%", file=sys.stderr, dynamic_ncols=True, disable=not self.tty,
+        self.bar = tqdm(total=100, unit="%", file=sys.stderr, **bar_size(), disable=not self.tty,
                         bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
         self.stage = ""  # the last stage told, as told (what a Ctrl-C interrupted)
         self._shown = ""

@@ -11,7 +11,7 @@ from app.commands.common import expand_home, handle_errors, path_value, stdout_m
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.settings import get_settings
-from app.text import check_text_encodable, plural, printable_json
+from app.text import bar_size, check_text_encodable, plural, printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -561,7 +561,7 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
             out_dir = out
         created = prepare_report_dir(out_dir)
         bar = tqdm(total=len(data.qrels) * len(chosen_modes), desc=f"search {collection}", unit="query",
-                   file=sys.stderr, dynamic_ncols=True,
+                   file=sys.stderr, **bar_size(),
                    disable=True if no_progress else None)  # None: none where stderr is a log
         try:
             report = evaluate_collection(

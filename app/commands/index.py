@@ -17,7 +17,7 @@ from app.commands.common import exit_code, handle_errors, open_facet, path_value
 from app.errors import FacetError, InvalidRequestError
 from app.files import expand_user
 from app.services.collections import MAX_JOB_ERRORS
-from app.text import plural, printable, printable_json
+from app.text import bar_size, plural, printable, printable_json
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -118,7 +118,7 @@ def progress_bar(start: str | None = None, *, quiet_s: float | None = None,
 
     from app.commands.collections import FOLLOW_QUIET_S
 
-    bar = tqdm(total=None, unit="doc", file=sys.stderr, dynamic_ncols=True, disable=None)
+    bar = tqdm(total=None, unit="doc", file=sys.stderr, **bar_size(), disable=None)
     if bar.disable:  # not a terminal
         return bar, _log_lines(start, FOLLOW_QUIET_S if quiet_s is None else quiet_s, clock)
 

@@ -9,7 +9,7 @@ import typer
 
 from app.commands.common import handle_errors
 from app.settings import get_settings
-from app.text import plural
+from app.text import bar_size, plural
 
 HELP = "\n\n".join((
     "Move the data folder's SQLite metadata (facet.db) into PostgreSQL (FACET_DATABASE_URL).",
@@ -56,7 +56,7 @@ class _Bar:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, unit="row", desc="copying", file=sys.stderr,
-                            dynamic_ncols=True, disable=None)
+                            **bar_size(), disable=None)
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:

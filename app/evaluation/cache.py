@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from app.text import bar_size
 from embedders import Embedder, Role
 
 logger = logging.getLogger(__name__)
@@ -161,7 +162,8 @@ class EmbeddingCache:
             slices = [new_keys[i:i + step] for i in range(0, len(new_keys), step)]
             bar = None
             if show_progress and len(slices) > 1:
-                bar = tqdm(total=len(new_keys), desc=f"encode {embedder.name}", unit="text")
+                bar = tqdm(total=len(new_keys), desc=f"encode {embedder.name}", unit="text",
+                           **bar_size())
             progress: dict[str, Any] = {}
             if _takes_show_progress(embedder):
                 progress["show_progress"] = show_progress and bar is None
