@@ -378,8 +378,11 @@ def register(cli: typer.Typer) -> None:
                 return
             # A model loaded during the run is timed apart (``timings["load_model"]``), not in
             # elapsed_s: said here, "1 chunk in 0.2s" read as the whole of a 9 s run.
-            load_s = report.timings.get("load_model", 0.0)
-            loading = f"+ {load_s:.1f}s loading {report.embedder}; " if load_s >= 0.05 else ""
+            # Each model loaded, the collection's other embedders' too (their load was
+            # counted as encoding, and only the first model named).
+            loads = report.loads or {report.embedder: report.timings.get("load_model", 0.0)}
+            loading = ", ".join(f"{s:.1f}s loading {name}" for name, s in loads.items() if s >= 0.05)
+            loading = f"+ {loading}; " if loading else ""
             typer.echo(
                 f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
                 f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "

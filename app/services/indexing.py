@@ -534,7 +534,10 @@ class IndexReport:
         chunks_written: chunks written to the store.
         elapsed_s: seconds the run took, a model's load excluded.
         timings: seconds per stage (``parse_chunk``, ``encode``, ``store``, ``metadata``;
-            ``load_model`` where the run loaded the model).
+            ``load_model`` where the run loaded a model: its own, or another embedder's of
+            the collection, which encodes the documents written anew too).
+        loads: embedder name -> seconds its model took to load in this run, for each model
+            the run loaded (none for one already loaded in the process).
         errors: (document key, message) of each failed document.
         warnings: (document key or embedder name, message) of each non-fatal problem.
         collection_removed: the collection this run created was removed again, nothing having
@@ -582,6 +585,7 @@ class IndexReport:
     chunks_written: int = 0
     elapsed_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    loads: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     collection_removed: bool = False
@@ -2298,11 +2302,18 @@ class IndexService:
                 # Without a model load made during the run (a deferred one), as without the
                 # load made before it.
                 load_s = embedder.load_s if isinstance(embedder, _Deferred) else 0.0
-                report.elapsed_s = time.perf_counter() - started - load_s
+                # And the collection's other embedders' loads (``_companion_vectors``): the
+                # encode time and the rate counted a second model's seconds of loading.
+                others_s = sum(s for name, s in report.loads.items() if name != report.embedder)
+                report.elapsed_s = time.perf_counter() - started - load_s - others_s
                 # On the job row too: `facet jobs ID` (and the API, the UI) showed the stages
                 # without the load the run's own summary counted. With the load ``prepare``
                 # made for this run (a new collection's first run, in the same call).
                 load_s += prepared.load_s
+                if load_s:
+                    report.loads = {report.embedder: load_s} | {
+                        name: s for name, s in report.loads.items() if name != report.embedder}
+                load_s += others_s
                 recorded = released = False  # the row holds how the job ended; the lease went
                 try:
                     job.finished_at = md.utcnow()
@@ -4768,7 +4779,16 @@ class IndexService:
             if other.name == embedder.name or any(k == key for k, _ in report.warnings):
                 continue
             try:
+                # Its load timed apart, as the run's own embedder's (``_Deferred.load_s``): the
+                # caller's encode time counted it (4.7 s "encoding" one chunk, 4.5 of them the
+                # load of a second model), and the summary named the first model's load only.
+                loading = self.ctx.embedders.peek(other.spec) is None
+                t_load = time.perf_counter()
                 model = self.ctx.embedders.get(other.spec)
+                if loading:
+                    spent = time.perf_counter() - t_load
+                    report.loads[other.name] = report.loads.get(other.name, 0.0) + spent
+                    job.encode_s -= spent  # (the caller adds this call's whole time)
                 changes = identity_changes(other.identity, self.ctx.embedders.identity(model))
                 if changes:
                     # Retrained since: its vectors would not be comparable with the stored ones,
