@@ -44,7 +44,14 @@ from app.errors import (
     domain_errors,
 )
 from app.text import plural
-from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
+from embedders.contract import (
+    UNREAD_WHY,
+    Embedder,
+    EncodesFromPlain,
+    Role,
+    validate_instruction,
+    validate_texts,
+)
 from embedders.explain import AnswerGenerator
 
 logger = logging.getLogger(__name__)
@@ -415,10 +422,9 @@ def unread_message(name: str, count: int, total: int, what: str = "texts",
     (the words of the embedder's own log line), naming the first ``UNREAD_NAMED`` of the
     ``documents`` they are in (of ``in_documents``, default as many as named): a count alone
     left a user of a large corpus to search for them."""
-    message = (f"{count:,} of {total:,} {what} {UNREAD_MARK} {name} "
-               "(a script or symbols it does not read, such as Thai or emoji), so they embed nearly "
-               "alike and rank arbitrarily; use an embedder whose tokenizer reads them (e.g. "
-               "causal2vec).")
+    message = (f"{count:,} of {total:,} {what} {UNREAD_MARK} {name} {UNREAD_WHY}, so they embed "
+               "nearly alike and rank arbitrarily; use an embedder whose tokenizer reads them "
+               "(e.g. causal2vec).")
     n = len(documents) if in_documents is None else in_documents
     if not documents or n < 1:
         return message

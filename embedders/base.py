@@ -32,6 +32,7 @@ import torch
 
 from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
     CHARS_PER_TOKEN_BOUND,
+    UNREAD_WHY,
     Embedder,
     HasTokenizer,
     PromptConfig,
@@ -316,10 +317,9 @@ _UNREAD = threading.local()
 
 
 def _log_unread(name: str, count: int, total: int) -> None:
-    logger.warning("%s: %d of %d texts are mostly unknown tokens to its tokenizer (a script or symbols "
-                   "it does not read, such as Thai or emoji), so they embed nearly alike and rank "
-                   "arbitrarily; use an embedder whose tokenizer reads them (e.g. causal2vec)",
-                   name, count, total)
+    logger.warning("%s: %d of %d texts are mostly unknown tokens to its tokenizer %s, so they "
+                   "embed nearly alike and rank arbitrarily; use an embedder whose tokenizer reads "
+                   "them (e.g. causal2vec)", name, count, total, UNREAD_WHY)
 
 
 @contextmanager

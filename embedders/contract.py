@@ -187,6 +187,12 @@ class BlendsInstruction:
 # times it is never read, so it is not tokenised (a 15 MB text took ~50 s to tokenise whole).
 CHARS_PER_TOKEN_BOUND = 32
 
+# Why a tokenizer reads a text as mostly its unknown token, as every warning of it says: all-
+# MiniLM's WordPiece has no pieces for Thai or emoji, and makes one unknown token of any word of
+# over 100 characters (a hash, base64), which the warning blamed on "a script" too.
+UNREAD_WHY = ("(a script or symbols it does not read, such as Thai or emoji, or unbroken strings "
+              "too long for it to split, such as hashes or base64)")
+
 
 @runtime_checkable
 class HasTokenizer(Protocol):

@@ -64,6 +64,7 @@ from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served
 from app.settings import FacetSettings
 from app.text import plural, printable
 from app.uploads import TAKEN_BACK
+from embedders.contract import UNREAD_WHY
 from ui import documents as docs_view
 from ui import inputs, render
 
@@ -1212,9 +1213,9 @@ class UiHandlers:
         if response.mode == "lexical" or model is None or not unread_count(model, [response.query]):
             return []
         notice = (f"The query is mostly unknown tokens to the tokenizer of {response.embedder} "
-                  "(a script or symbols it does not read, such as Thai or emoji), so the ranking "
-                  "is arbitrary; search with an embedder whose tokenizer reads it (e.g. "
-                  "causal2vec), or set the mode to lexical (the words alone).")
+                  f"{UNREAD_WHY}, so the ranking is arbitrary; search with an embedder whose "
+                  "tokenizer reads it (e.g. causal2vec), or set the mode to lexical (the words "
+                  "alone).")
         gr.Warning(render.esc(notice), title="Unreadable query")
         return [notice]
 

@@ -53,6 +53,7 @@ from app.encoding import (
     ANSWER_BATCH,
     CLUSTERING_MODULES,
     UNREAD_MARK,
+    UNREAD_WHY,
     EmbedderCache,
     InlineQueryEncoder,
     check_explainer,
@@ -1314,10 +1315,9 @@ class ClusterService:
             cut_note = _cut_note(counts.cut, len(texts), spec, counts.budget, counts.option)
             note = f"{note}; {cut_note}" if note else cut_note
         if unread:  # Thai or emoji to minilm: they embed nearly alike and cluster together
-            warning = (f"{unread:,} of {len(texts):,} texts {UNREAD_MARK} {spec} (a script or "
-                       "symbols it does not read, such as Thai or emoji), so they embed nearly "
-                       "alike and cluster together whatever they say; cluster with an embedder "
-                       "whose tokenizer reads them (e.g. causal2vec)")
+            warning = (f"{unread:,} of {len(texts):,} texts {UNREAD_MARK} {spec} {UNREAD_WHY}, so "
+                       "they embed nearly alike and cluster together whatever they say; cluster "
+                       "with an embedder whose tokenizer reads them (e.g. causal2vec)")
             note = f"{note}; {warning}" if note else warning
         # A search says it too: the instruction grouped nothing (the registry: imported already).
         if not reads_instruction(spec):

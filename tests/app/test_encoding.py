@@ -277,3 +277,15 @@ def test_a_registered_checkpoint_asked_for_by_name_then_by_path_is_loaded_once(m
     assert cache.get("Causal-EOS") is by_name and cache.get("MiniLM") is minilm
     assert cache.get(str(minilm_namesake[0])) is not minilm  # another directory named "minilm"
     assert cache.get("causal-eos[max_length=64]") is not by_name  # options: another model
+
+
+def test_a_word_too_long_to_split_is_unread_and_the_warning_says_so(minilm) -> None:
+    """A 500-character word is one unknown token to minilm's WordPiece, as Thai is: the warning
+    blamed "a script or symbols it does not read, such as Thai or emoji" for plain ASCII (a
+    hash, base64; the CLI exploration of the third session of 2026-12-07)."""
+    from app.encoding import unread_message, unread_rows
+
+    assert unread_rows(minilm, ["a" * 500, "a plain sentence about cards"]) == [0]
+    said = unread_message("minilm", 1, 2, "chunks written")
+    assert "such as Thai or emoji, or unbroken strings too long for it to split, such as hashes " \
+           "or base64)" in said, said
