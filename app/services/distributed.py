@@ -1512,7 +1512,8 @@ class ChunkedIndexService:
             left = session.scalar(select(func.count()).select_from(C).where(
                 C.job_id == job_id, C.state == "cancelled")) or 0
             said: str | None = cancelled_message(job.docs_indexed,
-                                                 None if left else [OPTIMIZE_STEP])
+                                                 None if left else [OPTIMIZE_STEP],
+                                                 job.chunks_written or 0)
         else:
             # As the in-process runner says it: the state stays `completed`, and the message is
             # what says that not every document went in.

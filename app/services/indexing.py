@@ -133,7 +133,13 @@ from indexer.parsing import (
     skip_reason,
     supported_types,
 )
-from indexer.store import PointRecord, point_id, validate_name, validate_new_collection_name
+from indexer.store import (
+    DOC_ID_FIELD,
+    PointRecord,
+    point_id,
+    validate_name,
+    validate_new_collection_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -1410,20 +1416,32 @@ class _Cancelled(Exception):
 CANCELLED_ALL_IN = "cancelled after every document had gone in"
 
 
-def cancelled_message(indexed: int, skipped: list[str] | None = None) -> str:
+def cancelled_message(indexed: int, skipped: list[str] | None = None, chunks: int = 0,
+                      within: str | None = None) -> str:
     """A running job's message once its cancellation stopped it. ``skipped``: the cancel came
     after every document of the source had gone in (during the last batch, or a worker job's
     last chunk), and the job stopped before these steps of its end ("optimizing the store"):
     nothing is left to index, and the next run of the source only does them. Until 2026-11-30
-    (seventh session) that job said "index the same source again to resume" too."""
+    (seventh session) that job said "index the same source again to resume" too. ``chunks``:
+    the chunks the job wrote; where no document was indexed, those of a large file it stopped
+    within (``within``, where known: written in pieces, searchable, the file not marked indexed
+    and read again from its start by the next run): it said "nothing was written" of them (the
+    API exploration of the third session of 2026-12-07), as an interrupted job says it."""
     if skipped is not None:
         steps = " and ".join(skipped) or "its end"
         return (f"{CANCELLED_ALL_IN} ({indexed} indexed), before {steps}; index the same "
                 "source again to finish: nothing will be re-embedded")
+    again = (f"; {within} was stopped part-way and is read again from its start (a large file "
+             "is committed whole)") if within else ""
+    if not indexed and chunks:
+        return (f"cancelled part-way through {within or 'a large file'}, before any document was "
+                f"indexed whole: its first {plural(chunks, 'chunk')} were written and are "
+                "searchable; index the same source again to finish: it is read again from its "
+                "start (a large file is committed whole)")
     if not indexed:  # (nothing to resume: "cancelled after 0 documents indexed; ... resume")
         return "cancelled before any document was indexed: nothing was written"
     return (f"cancelled after {plural(indexed, 'document')} indexed; index the same source again to "
-            "resume: what was indexed is kept")
+            f"resume: what was indexed is kept{again}")
 
 
 # The steps of a job's end a cancel after its last batch stops before (``cancelled_message``).
@@ -2268,8 +2286,10 @@ class IndexService:
                     self._counters_from_row(job, report)
                 if cancelled:
                     job.state = "cancelled"
-                    job.message = cancelled_message(indexed, e.skipped if isinstance(
-                        e, _Cancelled) else None)
+                    job.message = cancelled_message(
+                        indexed, e.skipped if isinstance(e, _Cancelled) else None,
+                        job.chunks_written or 0,
+                        printable(report.stopped_within) if report.stopped_within else None)
                 elif isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
@@ -3036,11 +3056,20 @@ class IndexService:
         found = md.documents_by_key(session, coll.id, keys)
         rows = [found[k] for k in keys if k in found]
         points = self._points_of(session, [r.id for r in rows])
-        removed = [RemovedDocument(r.key, r.source, r.status, len(points.get(r.id, [])),
-                                   _exists(r.source)) for r in rows]
         t0 = time.perf_counter()
         with _store_errors():
-            if rows and self.store.collection_exists(coll.name):
+            exists = bool(rows) and self.store.collection_exists(coll.name)
+            # A large file a job stopped within (read in pieces, ``pending``) has points and no
+            # chunk rows yet: counted in the store, where the delete by its key finds them (its
+            # removal said "0 chunks" of the 2,304 points it deleted; the API exploration of the
+            # third session of 2026-12-07).
+            unlisted = {r.id: self.store.count(coll.name, {DOC_ID_FIELD: r.key}) for r in rows
+                        if exists and r.status in PARTIAL and not points.get(r.id)}
+        removed = [RemovedDocument(r.key, r.source, r.status,
+                                   len(points.get(r.id, [])) or unlisted.get(r.id, 0),
+                                   _exists(r.source)) for r in rows]
+        with _store_errors():
+            if exists:
                 self.store.delete(coll.name, [p for r in rows for p in points.get(r.id, [])])
                 self.store.delete_documents(coll.name, [r.key for r in rows])
                 self.store.flush()

@@ -203,3 +203,44 @@ def test_a_streamed_file_stopped_part_way_says_it_is_read_again(facet, tmp_path)
     assert report.chunks_written > 0  # (its first batches went in)
     again = facet.index(src, "c")
     assert (again.state, again.docs_indexed) == ("completed", 1)
+
+
+def test_a_streamed_file_cancelled_part_way_does_not_say_nothing_was_written(facet, tmp_path) -> None:
+    """A cancel within a large file read in pieces, after its first batches went in, said
+    "cancelled before any document was indexed: nothing was written" while those chunks were
+    in the store and found by searches (the API exploration of the third session of
+    2026-12-07). It says what was written, and that the next run reads the file again."""
+    facet.indexing.settings.stream_document_mb = 0.02
+    src = tmp_path / "big.txt"
+    src.write_text(_big_text())
+    report, stages, _reads, _after = _index_and_cancel(facet, src, IndexOptions(batch_chunks=8))
+    assert report.state == "cancelled" and report.stopped_within == str(src), stages[-1:]
+    written = facet.job(report.job_id).chunks_written
+    assert written > 0 and facet.collection("c").points == written
+    message = facet.job(report.job_id).message
+    assert message.startswith(
+        f"cancelled part-way through {src}, before any document was indexed whole: its first "
+        f"{written} chunks were written and are searchable; index the same source again to "
+        "finish: it is read again from its start (a large file is committed whole)"), message
+    assert NOTHING_WRITTEN not in message
+    again = facet.index(src, "c")
+    assert (again.state, again.docs_indexed) == ("completed", 1)
+    info = facet.collection("c")
+    assert info.points == info.chunks == again.chunks_written  # read again whole, none twice
+
+
+def test_removing_a_file_a_cancel_left_part_way_counts_the_points_it_deletes(facet, tmp_path) -> None:
+    """Its chunks are in the store with no rows yet (the file is ``pending``): the removal
+    deleted them by the file's key and said "0 chunks" (the API exploration of the third
+    session of 2026-12-07)."""
+    facet.indexing.settings.stream_document_mb = 0.02
+    src = tmp_path / "big.txt"
+    src.write_text(_big_text())
+    report, stages, _reads, _after = _index_and_cancel(facet, src, IndexOptions(batch_chunks=8))
+    assert report.state == "cancelled" and report.stopped_within == str(src), stages[-1:]
+    written = facet.collection("c").points
+    assert written > 0
+    removed = facet.remove_documents("c", [str(src)])
+    assert [(d.key, d.status, d.chunks) for d in removed.removed] == [(str(src), "pending", written)]
+    assert removed.chunks_deleted == written and facet.collection("c").points == 0
+    assert f"({written} chunks)" in facet.job(removed.job_id).message, facet.job(removed.job_id).message
