@@ -106,8 +106,11 @@ def validate_name(name: str, what: str = "collection") -> str:
     """Collection and vector names become folder names: keep them simple."""
     # fullmatch: with match and "$", a name ending in a newline passed (a folder "nl\n").
     if not isinstance(name, str) or not _NAME.fullmatch(name):
+        # A long one cut (an HTTP path's name of 60,000 characters was echoed whole).
+        shown = (repr(name) if not isinstance(name, str) or len(name) <= 160 else
+                 f"{name[:60]!r}… ({len(name):,} characters)")
         raise StoreError(
-            f"invalid {what} name {name!r}: use 1-128 ASCII letters (A-Z, a-z), digits, '_', '-' "
+            f"invalid {what} name {shown}: use 1-128 ASCII letters (A-Z, a-z), digits, '_', '-' "
             "or '.', starting with a letter or digit"
         )
     return name

@@ -319,8 +319,10 @@ class JobListQuery(_Query):
         description="skip the newest `offset` jobs (below `before` where it is given): past "
                     "the end, an empty list. Only the first page (0, no `before`) also lists "
                     "the older jobs that have not ended")
-    before: QueryInt | None = Field(
-        default=None, json_schema_extra={"minimum": 1},
+    # (Its limit inside the integer's branch, where generated clients read it: beside the
+    # anyOf it was missed.)
+    before: Annotated[QueryInt, WithJsonSchema({"type": "integer", "minimum": 1})] | None = Field(
+        default=None,
         description="only the jobs whose id is below this one: the `Link` header's next page is "
                     "`before` the id of this page's last job of its newest `limit` (a keyset "
                     "page, which jobs sent or deleted while paging do not shift)")

@@ -63,6 +63,7 @@ from app.api.schemas import (
     MAX_COLLECTION_NAME,
     CancelBody,
     ClusterBody,
+    CollectionName,
     DocumentListQuery,
     EmbeddingsBody,
     EmbeddingsResponse,
@@ -1273,7 +1274,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   429: errors.BUSY_DATABASE}) | {202: {"headers": {
                   "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}},
               operation_id="uploadFiles", tags=jobs)
-    def upload_files(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+    def upload_files(name: Annotated[str, Path(json_schema_extra={"maxLength": MAX_COLLECTION_NAME,
                          "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                      facet: FacetDep, request: Request,
                      files: Annotated[list[UploadFile], File(
@@ -1400,9 +1401,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                        "the message), or is of another collection than ``collection``",
                   429: errors.BUSY_DATABASE}), operation_id="cancelJob", tags=jobs)
     def cancel_job(job_id: QueryInt, facet: FacetDep, request: Request,
-                   collection: Annotated[str | None, Query(
-                       max_length=MAX_COLLECTION_NAME,
-                       json_schema_extra={"minLength": 1, "pattern": COLLECTION_NAME_PATTERN},
+                   collection: Annotated[CollectionName | None, Query(
                        description="the collection the job must be of: a job of another one is "
                                    "refused (400), as for GET /jobs/{job_id}; or in the body")] = None,
                    body: Annotated[CancelBody | None, Body()] = None) -> Response:
@@ -1443,7 +1442,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.get("/collections/{name}", dependencies=auth, response_model=ListedCollection,
              responses=fails(*facade, 404, 503), operation_id="getCollection",
              tags=listing)
-    def collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+    def collection(name: Annotated[str, Path(json_schema_extra={"maxLength": MAX_COLLECTION_NAME,
                        "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                    facet: FacetDep) -> Response:
         """One collection, as ``GET /collections`` lists it: ``"stray": false``, or, for vectors
@@ -1469,7 +1468,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                          "deleted over HTTP",
                     429: errors.BUSY_DATABASE}),
                 operation_id="deleteCollection", tags=listing)
-    def delete_collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+    def delete_collection(name: Annotated[str, Path(json_schema_extra={"maxLength": MAX_COLLECTION_NAME,
                               "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                           facet: FacetDep, request: Request) -> Response:
         """Delete a collection: its points, its metadata (documents, jobs) and its uploaded
@@ -1508,7 +1507,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                      "description": "with `Link`: how many documents past this page it left out",
                      "schema": {"type": "integer"}}}}},
              operation_id="listDocuments", tags=listing)
-    def list_documents(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+    def list_documents(name: Annotated[str, Path(json_schema_extra={"maxLength": MAX_COLLECTION_NAME,
                            "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                        facet: FacetDep, query: Annotated[DocumentListQuery, Query()]) -> Response:
         """A page of the collection's documents in key order, as `facet documents NAME --json`
@@ -1561,7 +1560,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                     413: f"more than {MAX_REMOVED_KEYS} keys (code request_too_large)",
                     429: errors.BUSY_DATABASE}),
                 operation_id="removeDocuments", tags=listing)
-    def remove_documents(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+    def remove_documents(name: Annotated[str, Path(json_schema_extra={"maxLength": MAX_COLLECTION_NAME,
                              "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                          facet: FacetDep,
                          key: Annotated[list[str], Query(
