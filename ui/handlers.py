@@ -1347,9 +1347,10 @@ class UiHandlers:
     def cancel_job(self, job_id: float | None, total: float | None,
                    request: gr.Request | None = None) -> tuple[str, list[list[str]], Any, Any]:
         """Index tab, "Cancel job": the bar's job cancelled (a queued one at once, a running
-        one at its next batch, what it indexed kept); the bar as ``job_status`` shows it then,
-        and the button, hidden once the job has ended. Logged with who asked (the login's
-        user name and the client's address), as the API logs its cancels."""
+        one within seconds, what it indexed kept, the batch it was encoding left out); the bar
+        as ``job_status`` shows it then, and the button, hidden once the job has ended. Logged
+        with who asked (the login's user name and the client's address), as the API logs its
+        cancels."""
         if not job_id:
             raise InvalidRequestError("No job to cancel: start one first.")
         self.facet.cancel_job(int(job_id))

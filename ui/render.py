@@ -836,21 +836,39 @@ def job_message(job: JobInfo, hint: str | None = None) -> str:
 
 
 # What a queued or running job asked to stop (``JobInfo.cancel_requested``) shows as its state.
-CANCELLING = "<b>cancelling</b> (it stops after this batch; what it indexed is kept)"
+# (It said "it stops after this batch", but a batch being encoded is dropped at once: the UI
+# exploration of the third session of 2026-12-07 saw 64 of 120 chunks encoded, none written.)
+CANCELLING = ("<b>cancelling</b> (it stops within seconds; what it indexed so far is kept, the "
+              "batch it is encoding is not written)")
+
+
+def _utc(text: str | None) -> dt.datetime | None:
+    """A time the core wrote (UTC, with or without its offset); None where there is none."""
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
 
 
 def _running_for(job: JobInfo) -> float | None:
     """Seconds since a running ``job`` started (its ``started_at``, UTC); None for a job not
     running, or of no readable start."""
-    if job.state != "running" or not job.started_at:
+    started = _utc(job.started_at) if job.state == "running" else None
+    if started is None:
         return None
-    try:
-        started = dt.datetime.fromisoformat(job.started_at)
-    except ValueError:
-        return None
-    if started.tzinfo is None:  # (the core writes UTC without an offset)
-        started = started.replace(tzinfo=dt.UTC)
     return max(0.0, (dt.datetime.now(dt.UTC) - started).total_seconds())
+
+
+def _ran_for(job: JobInfo) -> float:
+    """Seconds an ended ``job`` ran, from its start to its end (0 where either is unknown): its
+    stages' sum leaves out the one a cancel or a stop cut short, and a job cancelled after
+    6 s of encoding read "(0.1 s of work)" (the UI exploration of the third session of
+    2026-12-07)."""
+    started, ended = _utc(job.started_at), _utc(job.finished_at)
+    return max(0.0, (ended - started).total_seconds()) if started and ended else 0.0
 
 
 def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
@@ -870,7 +888,7 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     # grows only as a stage ends, and read "(2.0 s of work)" for the 100 s of one long batch
     # (the UI review of the fourth session of 2026-12-06).
     since = _running_for(job)
-    elapsed = sum(job.timings.values())
+    elapsed = max(sum(job.timings.values()), _ran_for(job) if finished else 0.0)
     timing = (f" (started {since:,.0f} s ago)" if since is not None else
               f" ({elapsed:.1f} s of work)" if elapsed else "")
     # The state after a colon, apart from the name: "Job 2 into <b>big</b> <b>running</b>" read

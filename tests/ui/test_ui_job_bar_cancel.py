@@ -52,7 +52,8 @@ def test_a_running_job_asked_to_stop_says_cancelling_and_its_cancel_button_goes(
     handlers = UiHandlers(lambda: jobs, FacetSettings(data_dir=tmp_path), tmp_path)  # type: ignore[arg-type]
     assert handlers.cancel_button(2).visible is True
     html, _errors, timer, button = handlers.cancel_job(2, 3000)
-    assert "<b>cancelling</b> (it stops after this batch; what it indexed is kept)" in html, html
+    assert ("<b>cancelling</b> (it stops within seconds; what it indexed so far is kept, the "
+            "batch it is encoding is not written)") in html, html
     assert "<b>running</b>" not in html
     assert 'data-state="running"' in html and timer.active  # still polled until it ends
     assert button.visible is False  # not pressed again as if the first press had failed
@@ -346,6 +347,12 @@ def test_a_running_jobs_bar_counts_the_time_since_it_started() -> None:
     assert re.search(r"\(started 10[01] s ago\)", html) and "s of work" not in html, html
     done = job_html(_job(state="completed", timings={"parse_chunk": 2.0, "encode": 99.6}), 1600)
     assert "(101.6 s of work)" in done and "ago" not in done, done
+    # A job cancelled within a batch: the stage it cut short is in no timing, and it read
+    # "(0.1 s of work)" of 6 s of encoding. From its start to its end then.
+    ended = started + dt.timedelta(seconds=6.2)
+    cut = job_html(_job(state="cancelled", started_at=started.isoformat(), finished_at=ended.isoformat(),
+                        timings={"parse_chunk": 0.1}), 1600)
+    assert "(6.2 s of work)" in cut, cut
 
 
 def test_an_upload_job_a_restart_stopped_while_queued_is_still_offered_to_resume(minilm,
