@@ -569,17 +569,26 @@ def refocus(events: list[Any], button: gr.Button, stop: gr.Button | None = None)
 
 
 def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], inputs: Any,
-               outputs: Any, *, stop: gr.Button | None = None, **kwargs: Any) -> Any:
+               outputs: Any, *, stop: gr.Button | None = None, clears: gr.HTML | None = None,
+               **kwargs: Any) -> Any:
     """``fn``'s event on ``triggers`` with ``button`` disabled while it runs and enabled again
     after it, whether it succeeded or failed; returns ``fn``'s event. A click during a run was
     ignored (Gradio's ``trigger_mode="once"``) while the button looked ready. ``stop`` (a
-    Stop button, hidden until then) is shown while it runs.
+    Stop button, hidden until then) is shown while it runs. ``clears``: an area emptied as the
+    run starts, where its progress is drawn: the Cluster tab's bar was drawn over the last
+    run's failure, the two texts overlapping for the whole run (the UI exploration of the
+    third session of 2026-12-07).
 
     ``triggers`` include the Enter (``submit``) of the tab's one-line boxes: only the Search
     tab's Query box ran its search on Enter."""
-    started = gr.on(triggers, lambda: gr.update(interactive=False), None, button,
-                    js=RUN_STARTED_JS % {"id": button.elem_id}, api_visibility="private",
-                    queue=False)
+    if clears is None:
+        started = gr.on(triggers, lambda: gr.update(interactive=False), None, button,
+                        js=RUN_STARTED_JS % {"id": button.elem_id}, api_visibility="private",
+                        queue=False)
+    else:
+        started = gr.on(triggers, lambda: (gr.update(interactive=False), ""), None,
+                        [button, clears], js=RUN_STARTED_JS % {"id": button.elem_id},
+                        api_visibility="private", queue=False)
     event = started.then(fn, inputs, outputs, **kwargs)
     # Both: Gradio 6.31's page runs only the `failure` events after a handler's gr.Error, not
     # the `then` ones (the button stayed disabled after a refused search).
@@ -966,7 +975,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction, k_pasted,
              k_upload, k_labels, k_instruction, k_k, k_embedder, k_explainer, k_max_k],
             [k_summary, k_plot, k_table, k_csv],
-            api_name="cluster", show_progress_on=k_summary, stop=k_stop, **model)
+            api_name="cluster", show_progress_on=k_summary, stop=k_stop, clears=k_summary, **model)
         # Stop: Gradio cancels the event (the page is free at once) and the handler has the
         # work stop at its next step; the buttons come back as after any run.
         k_stop.click(h.stop_cluster, None, k_summary, cancels=[cluster_event],

@@ -66,3 +66,35 @@ def test_a_fraction_in_a_cluster_box_is_refused_naming_the_box(page) -> None:  #
     page.fill("#cluster-max-k input[type=number]", "2.5")
     page.click("#cluster-button")
     assert "Largest k to try must be a whole number, got 2.5" in toast_text(page)
+
+
+def test_a_new_clustering_starts_on_an_empty_summary_not_over_the_last_failure(page) -> None:  # noqa: F811
+    """The progress bar of a new run was drawn over the last run's failure, the two texts
+    overlapping, unreadable, for the whole run (the UI exploration of the third session of
+    2026-12-07). The summary is emptied as a run starts: the run's states are free of it."""
+    open_tab(page, "Cluster")
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    page.fill("#cluster-texts textarea", "\n".join(NOTES))
+    fill_picker(page, "#cluster-embedder", "minilm")
+    page.fill("#cluster-instruction textarea", "What does the customer want?")
+    page.fill("#cluster-max-k input[type=number]", "10")
+    page.fill("#cluster-k input[type=number]", str(len(NOTES) + 5))  # more than the texts
+    page.click("#cluster-button")
+    page.locator("#cluster-summary", has_text="The last run failed").wait_for()
+    page.locator("#cluster-button:not([disabled])").wait_for()
+    page.wait_for_timeout(1500)  # (the failure's own events settled: their timers gone)
+    page.evaluate("""() => {
+      const area = document.getElementById('cluster-summary');
+      window.facetSummaries = [];
+      new MutationObserver(() => window.facetSummaries.push(area.textContent.replace(/\\s+/g, ' ').trim()))
+        .observe(area, {childList: true, subtree: true, characterData: true});
+    }""")
+    page.fill("#cluster-k input[type=number]", "2")
+    page.click("#cluster-button")
+    page.locator("#cluster-summary", has_text="k = 2").wait_for()
+    seen = page.evaluate("() => window.facetSummaries")
+    # Emptied once the click's first round trip is back (the old text stays for that moment,
+    # under its timer), and the old failure never seen again: the run's progress is drawn alone.
+    assert "" in seen, seen
+    after = seen[seen.index(""):]
+    assert not [t for t in after if "The last run failed" in t], seen
