@@ -1402,8 +1402,10 @@ class UiHandlers:
         facet = self.facet
         jobs = facet.jobs(limit=20)
         messages = {job_id: s.message for job_id, s in self._stopped_jobs(jobs).items()}
+        uploads = {name: str(folder) for name in {j.collection for j in jobs}
+                   if (folder := self._uploads(name)) is not None}
         return (render.collection_rows(facet.collections(), facet.stray_collections()),
-                render.job_rows(jobs, messages))
+                render.job_rows(jobs, messages, uploads))
 
     @ui_errors
     def delete_collection(self, name: str | None, confirm: str | None,

@@ -1156,18 +1156,23 @@ JOB_COLUMN_WIDTHS = ["56px", "112px", "96px", "72px", "88px", "80px", "88px", "8
                      "288px"]
 
 
-def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
+def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None,
+             uploads: Mapping[str, str] | None = None) -> list[list[Any]]:
     """Recent jobs, newest first, each with its message: ``messages[id]`` where the page has
     its own words for it (a stopped job: how to resume it here), else ``job_message``. A
     stopped or failed job showed only its state, and nothing said why or what to do. A job
-    that never ran says so under "started" ("queued T, never started"), not its queue time."""
-    messages = messages or {}
+    that never ran says so under "started" ("queued T, never started"), not its queue time.
+    ``uploads``: each collection's upload folder on the server, cut from the keys a message
+    names (``source_relative``), as the rest of the page names an uploaded file: a removal's
+    row read "removed 1 document (0 chunks) on request: /srv/data/uploads/ups/scan.txt"."""
+    messages, uploads = messages or {}, uploads or {}
     # A message quotes file names and keys: their ESC, newline and bidi controls escaped.
     # Counts stay numbers, as in the Collections table (a column of "1,535" strings sorts as text).
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
              j.docs_deleted, j.chunks_written, printable(j.embedder), j.started_at or j.when(),
-             printable("; ".join(filter(None, (messages.get(j.id, job_message(j)),
-                                               errors_said(j)))))]
+             printable("; ".join(filter(None, (
+                 source_relative(messages.get(j.id, job_message(j)), uploads.get(j.collection)),
+                 errors_said(j)))))]
             for j in jobs]
 
 

@@ -254,6 +254,10 @@ def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) ->
     row = next(r for r in collections if r[0] == "uploaded")
     assert row[1] == 2  # the counts refreshed
     assert jobs[0][1] == "uploaded"  # the removal's job, newest
+    # Its message names the file as uploaded, not by its path in the server's data folder (the
+    # UI exploration of the third session of 2026-12-07: "... on request: /srv/data/uploads/...").
+    assert jobs[0][-1].startswith("removed 1 document (1 chunk) on request: beta-report.md;"), jobs[0][-1]
+    assert str(facet.settings.data_dir) not in jobs[0][-1]
 
 
 def test_ticked_documents_removed_meanwhile_are_skipped_and_said(setup) -> None:
