@@ -1255,6 +1255,14 @@ def register(cli: typer.Typer) -> None:
                 # Past the end: how many there are, as `facet jobs --offset` says it.
                 first = facet.documents(collection, 1, 0, status, prefix, after)
                 there = len(first) + first.not_shown
+            # No error documents, while its newest job failed some: failures that are no
+            # document of the collection (a record whose id another one has), which the job
+            # counts and lists. "no error documents" alone left a user whose runs kept
+            # exiting 4 with nothing to find (the CLI exploration of the third session of
+            # 2026-12-07).
+            newest = (facet.jobs(collection, limit=1) if status == "error" and not docs
+                      and not as_json and not (offset or prefix or after) else [])
+            unlisted = newest[0] if newest and newest[0].docs_failed else None
         not_shown = docs.not_shown if isinstance(docs, DocumentList) else 0
         # Keys that print alike (a file's name in NFC and in NFD, from macOS: two documents),
         # on this page or another, are told apart (the i18n review of the fifth session of
@@ -1285,6 +1293,11 @@ def register(cli: typer.Typer) -> None:
                        f"{narrowed if there else ''}")
         elif not docs:
             typer.echo(f"no {which}s{narrowed} in collection {printable(collection)}")
+            if unlisted is not None:
+                typer.echo(f"  its newest job, {unlisted.id}, counted "
+                           f"{plural(unlisted.docs_failed, 'failure')} that left no document here "
+                           f"(such as a record whose id another record has): `facet jobs "
+                           f"{unlisted.id}` lists why")
         for d in docs:
             typer.echo(document_line(d, twin=d.key in twins))
         if not_shown:

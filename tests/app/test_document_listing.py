@@ -556,3 +556,29 @@ def test_a_keyset_page_after_a_key_is_not_shifted_by_writes_before_it(tmp_path) 
         "N a page, up to 1000)"], page.stdout
     assert invoke_cli("documents", "c", "--after", "/d/19.txt", env=env).stdout == \
         "no documents after /d/19.txt in collection c\n"
+
+
+def test_no_error_documents_while_the_newest_job_failed_some_says_where_they_are(minilm,
+                                                                                tmp_path) -> None:
+    """A record whose id another file's record has fails every run (exit 4), and is no
+    document of the collection: `facet documents C --status error` said "no error documents"
+    and nothing else (the CLI exploration of the third session of 2026-12-07)."""
+    src = tmp_path / "dup"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": "x1", "text": "apples are red"}\n')
+    (src / "b.jsonl").write_text('{"id": "x1", "text": "bananas are yellow"}\n')
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    with Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache) as facet:
+        report = facet.index(src, "dupc")
+    assert (report.docs_indexed, report.docs_failed) == (1, 1)
+    listed = invoke_cli("documents", "dupc", "--status", "error",
+                        env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == (
+        "no error documents in collection dupc\n"
+        f"  its newest job, {report.job_id}, counted 1 failure that left no document here (such as "
+        f"a record whose id another record has): `facet jobs {report.job_id}` lists why\n"), listed.stdout
+    plain = invoke_cli("documents", "dupc", "--status", "indexed",
+                       env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert "newest job" not in plain.stdout, plain.stdout
