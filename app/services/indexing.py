@@ -2242,7 +2242,10 @@ class IndexService:
                 # failed busy after waiting the whole 30 s for it.
                 session.commit()
                 if progress is not None:
-                    progress(Progress(report.docs_seen, max(total, report.docs_seen),
+                    # Every document is read: their count is the total now, not the estimate
+                    # (a csv's quoted multi-line fields counted as lines: "3/6 documents (50%)
+                    # ... optimizing the store" was a finished run's last line).
+                    progress(Progress(report.docs_seen, report.docs_seen,
                                       report.chunks_written, time.perf_counter() - started,
                                       stage="optimizing the store"))
                 t0 = time.perf_counter()

@@ -105,3 +105,19 @@ def test_the_unread_warning_names_documents_it_can_read_back() -> None:
     assert unread_documents(unread_message("minilm", 1, 2)) == ([], 0)
     # Counted in more documents than named (another chunk task's): "and N more".
     assert unread_message("m", 9, 9, "chunks", ["a"], 7).endswith('They are in 7 documents: "a" and 6 more')
+
+
+def test_the_store_step_counts_the_documents_read_not_the_estimate(make_ctx, tmp_path) -> None:
+    """A csv's quoted fields over several lines made the estimate count lines: a finished run's
+    last progress line read "3/6 documents (50%) ... optimizing the store" (the CLI
+    exploration of the third session of 2026-12-07). Once every document is read, their count
+    is the total."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.csv").write_text('text,label\n"multi\nline one",a\n"multi\nline two",b\n'
+                               '"multi\nline three",c\n')
+    seen: list[Progress] = []
+    report = IndexService(make_ctx()).index(src, "multi", progress=seen.append)
+    assert report.docs_indexed == 3
+    [last] = [p for p in seen if p.stage == "optimizing the store"]
+    assert (last.docs_done, last.docs_total) == (3, 3), last
