@@ -479,6 +479,36 @@ CANCELLED_JS = """async () => {
 # to the page's body. ``FOCUS_TRACK_JS`` (on load) remembers the last element focused, which a
 # hidden one leaves without a new focus; after the controls change, a focus lost from one of
 # them goes to the job's bar, as after a pressed Cancel.
+# Gradio's radio groups: each option had a name of its own ("radio-1".."radio-4"), so each
+# was a Tab stop and the arrow keys did not move between them, and the group's label was loose
+# text a screen reader did not say with them ("auto, radio button, 1 of 4", no "Match by": the
+# UI exploration of the third session of 2026-12-07). Each group gets one name and is a
+# radiogroup named by its label, again whenever Gradio renders one (a tab opened first).
+RADIO_GROUPS_JS = """() => {
+  if (window.facetRadioGroups) return;
+  window.facetRadioGroups = true;
+  let due = false;
+  const mend = () => {
+    due = false;
+    document.querySelectorAll('fieldset').forEach((group, n) => {
+      const radios = group.querySelectorAll('input[type=radio]');
+      if (!radios.length) return;
+      const key = group.id || ('facet-radios-' + n);
+      radios.forEach((radio) => { if (radio.name !== key) radio.name = key; });
+      const label = group.querySelector('[data-testid="block-info"]');
+      if (label) {
+        if (!label.id) label.id = key + '-label';
+        group.setAttribute('role', 'radiogroup');
+        group.setAttribute('aria-labelledby', label.id);
+      }
+    });
+  };
+  mend();
+  // (Gradio gives the options new names of their own as the value changes: mended again.)
+  new MutationObserver(() => { if (!due) { due = true; requestAnimationFrame(mend); } })
+    .observe(document.body, {childList: true, subtree: true, attributes: true,
+                             attributeFilter: ['name']});
+}"""
 FOCUS_TRACK_JS = """() => {
   if (window.facetFocusTracked) return;
   window.facetFocusTracked = true;
@@ -1051,6 +1081,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             None, None, None, js=JOB_CONTROLS_FOCUS_JS, api_name="lambda_focus_after_job_controls",
             api_visibility="private", queue=False)
         demo.load(None, None, None, js=FOCUS_TRACK_JS, api_name="lambda_track_focus",
+                  api_visibility="private", queue=False)
+        demo.load(None, None, None, js=RADIO_GROUPS_JS, api_name="lambda_radio_groups",
                   api_visibility="private", queue=False)
 
         l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)

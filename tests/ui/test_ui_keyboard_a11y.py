@@ -275,3 +275,34 @@ def test_the_cluster_announcement_reads_apart_and_leaves_a_failure_to_the_toast(
     assert "distinct texts) 60 texts, k = 3" in said
     assert said.endswith("embedder minilm instruction: \u201cWhat waits?\u201d")
     assert page.evaluate(CLUSTER_SAID_JS, "Clustering stopped") == "Clustering stopped"
+
+
+def test_a_radio_group_is_one_named_tab_stop_moved_with_the_arrows(page) -> None:  # noqa: F811
+    """Gradio gave each option of a radio group a name of its own: each was a Tab stop, the
+    arrow keys did not move between them, and a screen reader said "auto, radio button" with
+    no "Match by" (the UI exploration of the third session of 2026-12-07)."""
+    open_tab(page, "Search")
+    group = page.locator("#search-mode")
+    page.wait_for_function("document.getElementById('search-mode').getAttribute('role') === 'radiogroup'")
+    assert page.locator("#search-mode").get_attribute("aria-labelledby") == "search-mode-label"
+    assert page.locator("#search-mode-label").inner_text().startswith("Match by")
+    assert set(page.evaluate("[...document.querySelectorAll('#search-mode input')].map(r => r.name)")) == {
+        "search-mode"}
+    checked = group.locator("input:checked").get_attribute("value")
+    group.locator("input:checked").focus()
+    page.keyboard.press("ArrowRight")
+    moved = page.evaluate("document.activeElement.value")
+    assert moved != checked and group.locator("input:checked").get_attribute("value") == moved
+    page.wait_for_function("v => document.querySelector(`#search-mode input[value=${v}]`)"
+                           ".getAttribute('aria-checked') === 'true'", arg=moved)  # (Gradio's own state)
+    # (Gradio names the options anew as the value changes; mended within a frame.)
+    page.wait_for_function("[...document.querySelectorAll('#search-mode input')]"
+                           ".every(r => r.name === 'search-mode')")
+    page.keyboard.press("Tab")  # out of the group at once, not to its next option
+    assert page.evaluate("!document.getElementById('search-mode').contains(document.activeElement)")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("ArrowLeft")  # back to where it was, for the tests after this one
+    assert group.locator("input:checked").get_attribute("value") == checked
+    # The other tabs' groups too, rendered when their tab opens.
+    open_tab(page, "Cluster")
+    page.wait_for_function("document.getElementById('cluster-source').getAttribute('role') === 'radiogroup'")
