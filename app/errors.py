@@ -252,6 +252,15 @@ def as_domain_error(error: Exception) -> FacetError | None:
 
             said = str(error.orig or error)
             first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+            if not database_may_come_back(error):
+                # The server answered with a refusal of its own (its database dropped, a
+                # password changed): "out of reach ... retry when it is back" with Retry-After,
+                # for what waiting never mends (the verification round of the third session of
+                # 2026-12-07).
+                return UnavailableError(f"the metadata database (PostgreSQL) refused the "
+                                        f"connection: {mask_passwords(first)}; nothing was "
+                                        "changed: check its database, user and password "
+                                        "(FACET_DATABASE_URL)")
             return UnavailableError(f"the metadata database (PostgreSQL) is out of reach: "
                                     f"{mask_passwords(first)}; nothing was changed: retry when "
                                     "it is back (FACET_DATABASE_URL)",
@@ -301,8 +310,10 @@ def connection_limit(error: Exception) -> str | None:
     connections for role/database ..." at a CONNECTION LIMIT; psycopg's connect gives it as
     text only), else None."""
     orig = getattr(error, "orig", None) or error
-    found = re.search(r"(sorry, too many clients already|too many connections for [^\n;]*)",
-                      str(orig))
+    # (Also the slots a server keeps for superusers, "remaining connection slots are reserved
+    # for ...": the usual words of a full server to an application's role.)
+    found = re.search(r"(sorry, too many clients already|too many connections for [^\n;]*|"
+                      r"remaining connection slots are reserved for [^\n;]*)", str(orig))
     if found is not None:
         return found.group(1).strip()
     return "too many connections" if getattr(orig, "sqlstate", None) == "53300" else None

@@ -369,6 +369,53 @@ def test_only_a_database_server_out_of_reach_asks_to_be_retried(tmp_path, postgr
     assert waits == {"down": 5.0, "no such database": None}, waits
 
 
+def test_a_database_dropped_under_a_running_server_is_no_outage_to_wait_for(make_ctx, tmp_path,
+                                                                           postgres: Cluster) -> None:
+    """The server answers the connection with a refusal of its own (its database dropped): it
+    read "out of reach ... retry when it is back", with Retry-After, for what waiting never
+    mends (the verification round of the third session of 2026-12-07)."""
+    from sqlalchemy import create_engine, text
+
+    from app.core import Facet
+    from app.errors import UnavailableError
+
+    admin = create_engine(postgres.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("DROP DATABASE IF EXISTS dropped"))
+        conn.execute(text("CREATE DATABASE dropped"))
+    facet = Facet(context=make_ctx(database_url=postgres.url.rsplit("/", 1)[0] + "/dropped"))
+    try:
+        assert facet.collections() == []
+        with admin.connect() as conn:
+            conn.execute(text("DROP DATABASE dropped WITH (FORCE)"))
+        with pytest.raises(UnavailableError) as caught:
+            facet.collections()
+        said = str(caught.value)
+        assert said.startswith("the metadata database (PostgreSQL) refused the connection: "), said
+        assert 'database "dropped" does not exist' in said and said.endswith(
+            "check its database, user and password (FACET_DATABASE_URL)"), said
+        assert caught.value.retry_after_s is None
+    finally:
+        facet.close()
+        admin.dispose()
+
+
+def test_the_slots_kept_for_superusers_are_a_connection_limit() -> None:
+    """A full server's usual words to an application's role were read as a database that cannot
+    be opened ("check FACET_DATABASE_URL"), with no Retry-After."""
+    psycopg = pytest.importorskip("psycopg", reason="install psycopg[binary] (the dev extra)")
+    from sqlalchemy.exc import OperationalError
+
+    from app.errors import connection_limit
+
+    for words in ("remaining connection slots are reserved for non-replication superuser "
+                  "connections", "remaining connection slots are reserved for roles with the "
+                  "SUPERUSER attribute"):
+        refused = psycopg.OperationalError(f'connection failed: connection to server at '
+                                           f'"127.0.0.1", port 5432 failed: FATAL:  {words}')
+        assert connection_limit(OperationalError("connect", {}, refused)) == words
+
+
 def test_a_database_out_of_reach_is_one_line_with_its_password_masked(tmp_path) -> None:
     """`facet serve`, `facet collections`... with FACET_DATABASE_URL's server down printed the
     URL with its password, after a 140-line traceback for `facet serve` (on every restart of a
