@@ -3066,10 +3066,12 @@ class IndexService:
             # chunk rows yet: counted in the store, where the delete by its key finds them (its
             # removal said "0 chunks" of the 2,304 points it deleted; the API exploration of the
             # third session of 2026-12-07).
+            # (Its chunk rows, where it has some, may be of its last version, not of the points
+            # the stopped job wrote: the store says how many go.)
             unlisted = {r.id: self.store.count(coll.name, {DOC_ID_FIELD: r.key}) for r in rows
-                        if exists and r.status in PARTIAL and not points.get(r.id)}
+                        if exists and r.status in PARTIAL}
         removed = [RemovedDocument(r.key, r.source, r.status,
-                                   len(points.get(r.id, [])) or unlisted.get(r.id, 0),
+                                   unlisted.get(r.id, len(points.get(r.id, []))),
                                    _exists(r.source)) for r in rows]
         with _store_errors():
             if exists:

@@ -244,3 +244,20 @@ def test_removing_a_file_a_cancel_left_part_way_counts_the_points_it_deletes(fac
     assert [(d.key, d.status, d.chunks) for d in removed.removed] == [(str(src), "pending", written)]
     assert removed.chunks_deleted == written and facet.collection("c").points == 0
     assert f"({written} chunks)" in facet.job(removed.job_id).message, facet.job(removed.job_id).message
+
+
+def test_removing_a_changed_file_a_cancel_left_part_way_counts_its_new_points(facet, tmp_path) -> None:
+    """Its rows held its last version's chunks (21), the store the 24 points the stopped job
+    wrote: the removal deleted those and said 21 (the verification round of the third session
+    of 2026-12-07)."""
+    facet.indexing.settings.stream_document_mb = 0.02
+    src = tmp_path / "big.txt"
+    src.write_text(" ".join(f"word{i}" for i in range(400)))
+    assert facet.index(src, "c").docs_indexed == 1
+    src.write_text(_big_text())
+    report, stages, _reads, _after = _index_and_cancel(facet, src, IndexOptions(batch_chunks=8))
+    assert report.state == "cancelled" and report.stopped_within == str(src), stages[-1:]
+    points = facet.collection("c").points
+    removed = facet.remove_documents("c", [str(src)])
+    assert [(d.status, d.chunks) for d in removed.removed] == [("pending", points)], removed
+    assert facet.collection("c").points == 0
