@@ -863,10 +863,13 @@ def _running_for(job: JobInfo) -> float | None:
 
 
 def _ran_for(job: JobInfo) -> float:
-    """Seconds an ended ``job`` ran, from its start to its end (0 where either is unknown): its
-    stages' sum leaves out the one a cancel or a stop cut short, and a job cancelled after
-    6 s of encoding read "(0.1 s of work)" (the UI exploration of the third session of
-    2026-12-07)."""
+    """Seconds a cancelled ``job`` ran, from its start to its end (0 where either is unknown, and
+    for any other state): its stages' sum leaves out the one a cancel cut short, and a job
+    cancelled after 6 s of encoding read "(0.1 s of work)" (the UI exploration of the third
+    session of 2026-12-07). Not an interrupted one: a job whose process died is ended by the
+    next run, which may come days later."""
+    if job.state != "cancelled":
+        return 0.0
     started, ended = _utc(job.started_at), _utc(job.finished_at)
     return max(0.0, (ended - started).total_seconds()) if started and ended else 0.0
 

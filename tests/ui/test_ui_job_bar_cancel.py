@@ -353,6 +353,11 @@ def test_a_running_jobs_bar_counts_the_time_since_it_started() -> None:
     cut = job_html(_job(state="cancelled", started_at=started.isoformat(), finished_at=ended.isoformat(),
                         timings={"parse_chunk": 0.1}), 1600)
     assert "(6.2 s of work)" in cut, cut
+    # Not a job whose process died: the next run ends it, maybe days later (its stages then).
+    later = started + dt.timedelta(days=2)
+    died = job_html(_job(state="interrupted", started_at=started.isoformat(),
+                         finished_at=later.isoformat(), timings={"parse_chunk": 0.1, "encode": 16.9}), 1600)
+    assert "(17.0 s of work)" in died, died
 
 
 def test_an_upload_job_a_restart_stopped_while_queued_is_still_offered_to_resume(minilm,
