@@ -4,7 +4,6 @@ rule for texts to embed."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sys
@@ -16,21 +15,7 @@ from app.errors import InvalidRequestError
 from embedders.contract import check_encodable
 from embedders.errors import InvalidInputError
 from embedders.scripts import blank  # (app.text.blank: one rule with the indexer's)
-
-
-def bar_size(stream: Any = None) -> dict[str, Any]:
-    """tqdm's size arguments for a progress bar on ``stream`` (stderr by default): the
-    terminal's, read again as its window changes; a fixed 80 by 24 where the terminal says it
-    is 0 wide or 0 high (a serial console, some `docker exec -t` sessions), on which tqdm drew
-    nothing at all: `facet index` of 50 documents printed only its summary."""
-    stream = sys.stderr if stream is None else stream
-    try:
-        size = os.get_terminal_size(stream.fileno())
-    except (AttributeError, OSError, ValueError):  # not a terminal (tqdm decides), closed
-        return {"dynamic_ncols": True}
-    if size.columns and size.lines:
-        return {"dynamic_ncols": True}
-    return {"ncols": size.columns or 80, "nrows": size.lines or 24}
+from embedders.terminal import bar_size  # noqa: F401 (the edges' progress bars import it here)
 
 
 def plural(n: int, word: str, many: str | None = None, *, grouped: bool = False) -> str:

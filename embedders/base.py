@@ -441,7 +441,9 @@ class BaseEmbedder(ABC):
         if show_progress:
             from tqdm.auto import tqdm
 
-            progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text")
+            from embedders.terminal import bar_size
+
+            progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text", **bar_size())
         start = 0
         size = batch_size
         with torch.inference_mode(), truncation_tally(), unread_tally(self.name, self.tokenizer, items):

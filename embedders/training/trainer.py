@@ -391,7 +391,10 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=last, desc=f"train {model.method}", unit="step", file=sys.stderr)
+        from embedders.terminal import bar_size
+
+        bar = tqdm(total=last, desc=f"train {model.method}", unit="step", file=sys.stderr,
+                   **bar_size())
     model.train()
     # Weights and maths stay fp32; on a GPU, TF32 matmuls. A 135M model's step is bound by
     # kernel launches more than arithmetic, and a bf16-autocast trial hit a NaN loss.

@@ -68,3 +68,18 @@ def test_a_size_is_fixed_only_where_the_terminal_gives_none(columns, rows, size)
         os.close(master)
     with open(os.devnull, "w") as log:
         assert bar_size(log) == {"dynamic_ncols": True}  # not a terminal
+
+
+def test_an_embedders_own_bar_is_drawn_there_too(monkeypatch, minilm) -> None:
+    """``encode(show_progress=True)`` (`facet eval`'s encode in one call, scripts) and `facet
+    train` draw the embedders' own tqdm bars, which drew nothing there either (the
+    verification round of the third session of 2026-12-07)."""
+    master, slave = _terminal(0, 0)
+    try:
+        monkeypatch.setattr(sys, "stderr", slave)
+        minilm.encode(["a card declined", "a refund asked"], show_progress=True)
+        drawn = _drawn(master)
+    finally:
+        slave.close()  # type: ignore[attr-defined]
+        os.close(master)
+    assert "encode minilm" in drawn and "2/2" in drawn, repr(drawn)
