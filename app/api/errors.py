@@ -215,11 +215,17 @@ def log_answer(request: Request, status: int, message: str, code: str | None = N
         level = logging.INFO
     if not logger.isEnabledFor(level):
         return
-    text = mask_secrets(" ".join(message.split()))
+    text = cut_names(mask_secrets(" ".join(message.split())))
     what = f"{status} ({code})" if code else str(status)
-    if collection and repr(collection) not in text:
+    # A path's name over any collection's length cut, and said once: a 5,000-character name in
+    # the path was a 10,250-character line, the path and the label each holding it whole (the
+    # verification round of the third session of 2026-12-07).
+    if collection and len(collection) <= MAX_SHOWN_NAME and repr(collection) not in text:
         what += f", collection {collection!r}"
-    logger.log(level, "%s %s answered %s: %s", request.method, request.url.path, what, text)
+    path = request.url.path
+    if len(path) > 2 * MAX_SHOWN_NAME:
+        path = f"{path[:MAX_SHOWN_NAME]}… ({len(path):,} characters)"
+    logger.log(level, "%s %s answered %s: %s", request.method, path, what, text)
 
 
 def _collection_of(request: Request, exc: BaseException) -> str | None:

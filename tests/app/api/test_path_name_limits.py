@@ -53,3 +53,17 @@ def test_optional_query_limits_sit_in_the_values_branch(client) -> None:
     assert cancel["anyOf"][0] == {"type": "string", "minLength": 1, "maxLength": 128,
                                   "pattern": "^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,127})$"}, cancel
     assert client.get("/jobs?before=0").json()["error"]["param"] == "before"
+
+
+def test_the_log_line_of_a_huge_name_is_cut_and_says_it_once(client, caplog) -> None:
+    """The answer was cut, the server's log line not: the path and a "collection '...'" label
+    each held a 5,000-character name (10,250 characters; the verification round of the third
+    session of 2026-12-07)."""
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="app.api.errors"):
+        client.get("/collections/" + "u" * 5000)
+    [line] = [r.getMessage() for r in caplog.records if "answered 400" in r.getMessage()]
+    assert len(line) < 1000, len(line)
+    assert line.startswith(f"GET /collections/{'u' * 187}… (5,013 characters) answered 400: "), line[:300]
+    assert "(5,000 characters)" in line and ", collection '" not in line, line
