@@ -191,10 +191,12 @@ def _mask_url_passwords(text: str) -> str:
 # A key-like parameter name; "_" and "-" also percent-encoded ("api%5Fkey" was shown in clear).
 _SEP = r"(?:[_-]|%5[Ff]|%2[Dd])"
 # Signed URLs' and sessions' names too (S3's X-Amz-Signature, "sig", "session", "jwt",
-# "bearer", "pass": shown in clear in the access line until the third session of 2026-12-07).
-_SECRET_NAME = (rf"(?:[A-Za-z0-9_.-]*{_SEP})?(?:api{_SEP}?key|apikey|key|token|access{_SEP}?token|"
-                r"password|passwd|pwd|pass|secret|auth|authorization|credentials?|signature|sig|"
-                rf"session(?:{_SEP}?id)?|sessid|sid|jwt|bearer)")
+# "bearer", "pass", JSESSIONID: shown in clear in the access line until the third session of
+# 2026-12-07); the short ones only as the whole name ("first_pass", "per_session" are not).
+_SECRET_NAME = (rf"(?:(?:[A-Za-z0-9_.-]*{_SEP})?(?:api{_SEP}?key|apikey|key|token|"
+                rf"access{_SEP}?token|password|passwd|pwd|secret|auth|authorization|credentials?|"
+                rf"signature)|pass|sig|session(?:{_SEP}?id)?|j?sessionid|phpsessid|sessid|sid|"
+                r"jwt|bearer)")
 _SECRET_PARAM = re.compile(
     rf"([?&;]{_SECRET_NAME}=)"
     # The value, up to the next parameter or the URL's end (a ":", "," or "." followed by a

@@ -75,6 +75,12 @@ def test_a_request_target_is_masked_whole_value_by_value() -> None:
     assert mask_query("/o?X-Amz-Signature=ab&X-Amz-Credential=cd&sig=ef&session_id=gh") == (
         "/o?X-Amz-Signature=***&X-Amz-Credential=***&sig=***&session_id=***")
     assert mask_query("/c?passage=1&signal=2&design=3&sign=4") == "/c?passage=1&signal=2&design=3&sign=4"
+    # The short names only as a whole name ("first_pass" and "per_session" were masked), and
+    # the session cookies' names of Java and PHP.
+    kept = "/c?first_pass=1&two-pass=2&has_session=3&per_session=4&is_sig=5"
+    assert mask_query(kept) == kept
+    assert mask_query("/c?JSESSIONID=a1&PHPSESSID=b2&x=1") == "/c?JSESSIONID=***&PHPSESSID=***&x=1"
+    assert mask_secrets("at http://h/app;jsessionid=A1B2 now") == "at http://h/app;jsessionid=*** now"
     assert mask_query("/c") == "/c"
     # In messages too, a percent-encoded name is masked.
     assert mask_secrets("see http://h/c?my%2Dapi%5Fkey=abc.") == "see http://h/c?my%2Dapi%5Fkey=***."
