@@ -55,13 +55,18 @@ def test_largest_k_to_try_bounds_k_0_and_the_summary_says_it_is_the_cap(page, tm
     assert "the labels have 6 classes: set k to 6" in text, text
 
 
-def test_a_fraction_in_a_cluster_box_is_refused_naming_the_box(page) -> None:  # noqa: F811
-    """With ``precision=0`` Gradio rounded what was typed before the handler saw it: "Largest k
-    to try" 2.5 ran with 2 (and k 3.7 with 4) while the box kept the fraction, nothing said."""
+def _notes_pasted(page) -> None:  # noqa: F811
+    """The Cluster tab, its texts the pasted ``NOTES``, clustered with minilm."""
     open_tab(page, "Cluster")
     page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
     page.fill("#cluster-texts textarea", "\n".join(NOTES))
     fill_picker(page, "#cluster-embedder", "minilm")
+
+
+def test_a_fraction_in_a_cluster_box_is_refused_naming_the_box(page) -> None:  # noqa: F811
+    """With ``precision=0`` Gradio rounded what was typed before the handler saw it: "Largest k
+    to try" 2.5 ran with 2 (and k 3.7 with 4) while the box kept the fraction, nothing said."""
+    _notes_pasted(page)
     page.fill("#cluster-k input[type=number]", "0")
     page.fill("#cluster-max-k input[type=number]", "2.5")
     page.click("#cluster-button")
@@ -72,10 +77,7 @@ def test_a_new_clustering_starts_on_an_empty_summary_not_over_the_last_failure(p
     """The progress bar of a new run was drawn over the last run's failure, the two texts
     overlapping, unreadable, for the whole run (the UI exploration of the third session of
     2026-12-07). The summary is emptied as a run starts: the run's states are free of it."""
-    open_tab(page, "Cluster")
-    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
-    page.fill("#cluster-texts textarea", "\n".join(NOTES))
-    fill_picker(page, "#cluster-embedder", "minilm")
+    _notes_pasted(page)
     page.fill("#cluster-instruction textarea", "What does the customer want?")
     page.fill("#cluster-max-k input[type=number]", "10")
     page.fill("#cluster-k input[type=number]", str(len(NOTES) + 5))  # more than the texts
