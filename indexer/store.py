@@ -92,6 +92,11 @@ def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
         return (f"{why}; that server keeps it open while it is among the {MAX_OPEN_SHARDS} it used last, "
                 "so send this work to it (its HTTP API or UI; from Python, "
                 "FacetRetriever(base_url=...)) or stop it first")
+    if "worker" in command.split():
+        # (Another worker of the stack writing its chunks: the web app's advice below read
+        # wrong to a second `facet worker`, which only waits its turn.)
+        return (f"{why}; a worker writes it, and the others wait their turn (with the vectors in "
+                "a Qdrant server, FACET_QDRANT_URL, workers write side by side)")
     return (f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve` "
             "(from a web app's several workers: run one `facet serve` and use "
             "FacetRetriever(base_url=...) or the HTTP API from each)")

@@ -201,8 +201,9 @@ def index_job(self: Any, payload: dict[str, Any], transient: int = 0, gone: int 
         numbers = service.plan(prepared)
     except JobGone as e:
         if e.elsewhere and gone < OTHER_DATABASE_RETRIES:  # as a chunk task of such a job
-            logger.warning("planning: %s (in %.0fs, try %d of %d)", e, OTHER_DATABASE_COUNTDOWN_S,
-                           gone + 1, OTHER_DATABASE_RETRIES)
+            logger.log(logging.WARNING if gone == 0 else logging.INFO,  # (as a chunk's, below)
+                       "planning: %s (in %.0fs, try %d of %d)", e, OTHER_DATABASE_COUNTDOWN_S,
+                       gone + 1, OTHER_DATABASE_RETRIES)
             raise _sent_back(self, f"job {prepared.job_id}",
                              {"transient": transient, "gone": gone + 1}) from e
         # A warning: a worker on another database than the server's drops every job this way.
@@ -271,8 +272,12 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
                            "again once the job is stalled)", number, str(e).rsplit("; ", 1)[0],
                            OTHER_DATABASE_RETRIES)
             return asdict(ChunkOutcome(int(job_id), int(number), "gone", message=str(e)))
-        logger.warning("chunk %d: %s (in %.0fs, try %d of %d)", number, e,
-                       OTHER_DATABASE_COUNTDOWN_S, gone + 1, OTHER_DATABASE_RETRIES)
+        # Said at WARNING once a task (its first try), then at INFO: 20 warnings of ~480
+        # characters a task, 3 s apart, filled a worker's log (the worker exploration of the
+        # third session of 2026-12-07); its drop is a WARNING again.
+        logger.log(logging.WARNING if gone == 0 else logging.INFO, "chunk %d: %s (in %.0fs, "
+                   "try %d of %d)", number, e, OTHER_DATABASE_COUNTDOWN_S, gone + 1,
+                   OTHER_DATABASE_RETRIES)
         raise _sent_back(self, f"chunk {number} of job {job_id}",
                          {"transient": transient, "gone": gone + 1}) from e
     except Exception as e:
@@ -317,9 +322,27 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
                 raise _retry(self, f"chunk {number} of job {job_id}", countdown,
                              {"transient": transient + 1, "gone": gone}) from e
             raise
-        logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
+        # Another worker writing the collection (the embedded store's one writer) is the usual
+        # wait of a second worker, not a problem: INFO (a WARNING a chunk, 22 in one job).
+        level = logging.INFO if _another_worker_writes(e) else logging.WARNING
+        logger.log(level, "chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
         raise _retry(self, f"chunk {number} of job {job_id}", countdown,
                      {"transient": transient + 1, "gone": gone}) from e
+
+
+def _another_worker_writes(error: BaseException) -> bool:
+    """Whether ``error`` (or one it was raised from) is the embedded store's collection held
+    by another `facet worker` process."""
+    from indexer.errors import StoreBusyError
+
+    seen: BaseException | None = error
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, StoreBusyError):
+            return "worker" in str(seen.holder.get("command") or "").split()
+        seen = seen.__cause__
+    return False
 
 
 def _out_of_memory(e: MemoryError, what: str, spec: str) -> FacetError:

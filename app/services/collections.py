@@ -1217,9 +1217,11 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "queued", (f"waiting for a worker for {waited / 60:.0f} min and no job is "
                               "writing this collection: start one (`facet worker --queues index`); "
                               "if workers are running and idle, its task was lost (a broker that "
-                              "lost its data) or a worker failed it (its log says why: a worker "
-                              "of an older Facet cannot open a database a newer one migrated): "
-                              f"{hint}")
+                              "lost its data), dropped by a worker on another database (its "
+                              "FACET_DATA_DIR or FACET_DATABASE_URL other than this server's: its "
+                              "log says \"not in this worker's database\"), or a worker failed it "
+                              "(its log says why: a worker of an older Facet cannot open a database "
+                              f"a newer one migrated): {hint}")
     return job.state, job.message
 
 

@@ -220,3 +220,51 @@ def test_an_outage_a_worker_meets_keeps_its_wait_on_the_way_back() -> None:
     assert type(missing) is UnavailableError and missing.retry_after_s is None
     assert str(missing) == "no GPU here"
     assert type(_error_from(_error(BusyError("full"))["error"])) is not BusyError  # (as before)
+
+
+def test_another_workers_hold_is_a_quiet_wait_and_another_database_warns_once(monkeypatch,
+                                                                              caplog) -> None:
+    """Two workers on the embedded store: the second logged a WARNING per chunk it retried
+    (22 in one job), advising a web app's several workers; a worker on another database logged
+    20 long WARNINGs a task, 3 s apart (the worker exploration of the third session of
+    2026-12-07). The first is INFO, worded for a worker; the second warns on the first try
+    only. (Stand-in services, as above: the task's handling alone is under test.)"""
+    import worker.tasks as tasks
+    from app.errors import ConflictError
+    from app.services.distributed import JobGone
+    from indexer.errors import StoreBusyError
+    from indexer.store import _busy_message
+
+    holder = {"pid": 17372, "host": "vm", "command": "facet worker"}
+    held = StoreBusyError(_busy_message("c2w", holder), "c2w", holder)
+    assert str(held).endswith("; a worker writes it, and the others wait their turn (with the "
+                              "vectors in a Qdrant server, FACET_QDRANT_URL, workers write side "
+                              "by side)"), str(held)
+    raised: list[BaseException] = []
+
+    class Service:
+
+        def run_chunk(self, job_id: int, number: int):
+            raise raised[0]
+
+        def release_claim(self, job_id: int, number: int) -> None:
+            pass
+
+    monkeypatch.setattr(tasks, "chunk_service", Service)
+    monkeypatch.setattr(tasks, "OTHER_DATABASE_COUNTDOWN_S", 0)
+    levels = {}
+    for name, error, gone in (
+            ("worker", ConflictError(str(held)), 0), ("server", ConflictError("held"), 0),
+            ("elsewhere, first", JobGone("job 9 is not in this worker's database", elsewhere=True), 0),
+            ("elsewhere, later", JobGone("job 9 is not in this worker's database", elsewhere=True), 5)):
+        if name.startswith("worker"):
+            error.__cause__ = held
+        elif name == "server":
+            error.__cause__ = StoreBusyError("held", "c2w", {"command": "facet serve"})
+        raised[:] = [error]
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="worker.tasks"), pytest.raises(Retry):
+            tasks.index_chunk.run(12, 0, 0, gone)
+        levels[name] = [r.levelname for r in caplog.records]
+    assert levels == {"worker": ["INFO"], "server": ["WARNING"], "elsewhere, first": ["WARNING"],
+                      "elsewhere, later": ["INFO"]}, levels

@@ -94,6 +94,10 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         # The other cause (a rolling upgrade: a worker of an older Facet fails every task): the
         # message named only a lost task, and its rerun went to the same worker.
         assert "or a worker failed it (its log says why" in (message or ""), message
+        # And a worker of another data folder or database, which drops the task (the worker
+        # exploration of the third session of 2026-12-07: only its own log said so).
+        assert ("dropped by a worker on another database (its FACET_DATA_DIR or "
+                "FACET_DATABASE_URL other than this server's" in (message or "")), message
         writer_id = running_job(s, coll, runner="celery")
         old_id = old.id
     with sessions() as reader:
