@@ -279,8 +279,9 @@ class Readiness:
 
     Attributes:
         ready: every check passed.
-        checks: ``database``, ``store`` and ``broker``, each ``"ok"`` (the broker's ``"not
-            configured"`` where no ``FACET_BROKER_URL`` is set) or why it failed, in one line
+        checks: ``database``, ``store``, ``broker`` and ``query_workers``, each ``"ok"`` (the
+            broker's ``"not configured"`` where no ``FACET_BROKER_URL`` is set; the query
+            workers' where queries are not encoded on workers) or why it failed, in one line
             without passwords.
     """
 
@@ -1424,12 +1425,13 @@ class Facet:
         folder can be written), the vector store answers (an embedded store's folder can be
         written: reads take a lock file there; a server takes a connection), the broker answers
         a ping where ``FACET_BROKER_URL`` is set (``app.remote.check_broker``, as an index job's
-        submission asks it). The checks run side by side, each given ``timeout_s``; no model is
+        submission asks it), and, where ``FACET_ENCODE_ON_WORKERS`` sends queries to the workers,
+        a worker consumes the ``query`` queue. The checks run side by side, each given ``timeout_s``; no model is
         loaded, nothing is written but a probe file, removed at once. Never raises: what failed
         is in ``checks``."""
         if self._closed or self._pid != os.getpid():
             why = "this Facet is closed" if self._pid == os.getpid() else _forked_message(self._pid)
-            return Readiness(False, dict.fromkeys(("database", "store", "broker"), why))
+            return Readiness(False, dict.fromkeys(("database", "store", "broker", "query_workers"), why))
         checks: dict[str, Callable[[], None]] = {
             "database": self._database_ready,
             "store": functools.partial(self.context.store.check_ready, timeout_s=timeout_s)}
@@ -1444,6 +1446,8 @@ class Facet:
             way_out = (f"{ENCODING_WAY_OUT}, and unset FACET_BROKER_URL to run index jobs here too"
                        if self.settings.encode_on_workers else None)
             checks["broker"] = functools.partial(check_broker, quick, way_out=way_out)
+            if self.settings.encode_on_workers:
+                checks["query_workers"] = self._query_workers_ready
         results = {name: f"no answer within {timeout_s:g} s" for name in checks}
 
         def run(name: str, check: Callable[[], None]) -> None:
@@ -1468,7 +1472,29 @@ class Facet:
             thread.join(max(0.0, deadline - time.monotonic()))
         said = {name: results[name] for name in checks}
         said.setdefault("broker", "not configured")
+        said.setdefault("query_workers", "not configured")
         return Readiness(all(v == "ok" for k, v in said.items() if k in checks), said)
+
+    def _query_workers_ready(self) -> None:
+        """Where queries are encoded on the workers: a worker consumes the ``query`` queue (asked
+        of the workers, a second at most). The probe said "ready" with none running, every
+        search failing (the worker exploration of the third session of 2026-12-07).
+
+        Raises:
+            UnavailableError: no worker consumes it, or the workers could not be asked."""
+        from app.remote import CeleryQueryEncoder
+
+        if not isinstance(self.encoder, CeleryQueryEncoder):
+            return
+        consumed = self.encoder.consumes("query", wait_s=min(0.5, self.settings.broker_timeout_s))
+        if consumed is None:
+            raise UnavailableError("the workers could not be asked which queues they consume "
+                                   "(the broker's check says why)")
+        if not consumed:
+            raise UnavailableError("no worker consumes the 'query' queue: every search fails "
+                                   "until one runs (facet worker --queues query), or set "
+                                   "FACET_ENCODE_ON_WORKERS=false to encode queries here; a "
+                                   "`--pool solo` worker busy with a task counts as none")
 
     def _database_ready(self) -> None:
         """``SELECT 1``; SQLite's folder writable (a read-only mount under a running server

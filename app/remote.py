@@ -405,7 +405,7 @@ class CeleryQueryEncoder:
         self._asked: dict[str, tuple[float, bool]] = {}  # queue -> (when, whether consumed)
         self._asking = threading.Lock()
 
-    def _consumed(self, queue: str) -> bool | None:
+    def _consumed(self, queue: str, wait_s: float = 1.0) -> bool | None:
         """Whether a worker says it consumes ``queue`` now, asked in a second (the answer
         shared for ``ASKED_S``); None where the workers could not be asked (the broker not
         reached at once). A ``--pool solo`` worker busy with a task cannot answer: it counts as
@@ -421,7 +421,7 @@ class CeleryQueryEncoder:
                     connection.ensure_connection(max_retries=0,
                                                  timeout=self.settings.broker_timeout_s)
                     replies = self.app.control.inspect(
-                        timeout=1.0, connection=connection).active_queues() or {}
+                        timeout=wait_s, connection=connection).active_queues() or {}
                 consumed = any(isinstance(q, dict) and q.get("name") == queue
                                for queues in replies.values() for q in (queues or []))
             except Exception as e:  # the broker gone, say: the caller asks it
@@ -429,6 +429,12 @@ class CeleryQueryEncoder:
                 return None
             self._asked[queue] = (time.monotonic(), consumed)
             return consumed
+
+    def consumes(self, queue: str, wait_s: float = 0.5) -> bool | None:
+        """``_consumed``, for a readiness probe: whether a worker consumes ``queue`` now, its
+        workers' answers waited for ``wait_s`` (the ask waits that long whatever they answer:
+        a probe is often given a second in all)."""
+        return self._consumed(queue, wait_s)
 
     def _heard(self, queue: str) -> None:
         """A worker answered a call to ``queue`` (a result or its error): calls wait again.

@@ -454,6 +454,9 @@ class ReadinessChecks(BaseModel):
                                    "written; a Qdrant server: it takes a connection)")
     broker: str = Field(description="the broker answers a ping; \"not configured\" where "
                                     "FACET_BROKER_URL is unset")
+    query_workers: str = Field(description="where FACET_ENCODE_ON_WORKERS sends queries to the "
+                                           "workers, one consumes the 'query' queue; \"not "
+                                           "configured\" otherwise")
 
 
 class Readiness(BaseModel):

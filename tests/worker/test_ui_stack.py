@@ -68,6 +68,9 @@ def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_p
         assert "3 results from <b>stack-notes</b> (minilm)" in summary
         assert sent and {queue for _, queue in sent} == {"query"}
         searched = len(sent)
+        # The readiness probe asks the workers too, queries being theirs: one consumes 'query'.
+        ready = facet.readiness()
+        assert ready.ready and ready.checks["query_workers"] == "ok", ready
 
         summary, _, table, _ = client.predict(
             "collection", "stack-notes", "", 0, "", "", "", None, None,

@@ -58,7 +58,8 @@ def test_ready_checks_each_part_without_a_key_or_a_model(served) -> None:
     facet, client = served
     r = client.get("/ready")
     assert r.status_code == 200, r.text
-    assert r.json() == {"status": "ready", "checks": {"database": "ok", "store": "ok", "broker": "not configured"}}
+    assert r.json() == {"status": "ready", "checks": {"database": "ok", "store": "ok", "broker": "not configured",
+                                                      "query_workers": "not configured"}}
     started = time.monotonic()
     assert client.get("/ready").status_code == 200
     assert time.monotonic() - started < 0.5  # cheap enough to be asked every few seconds
@@ -130,7 +131,19 @@ def test_ready_with_the_broker_up(tmp_path) -> None:
         for _, client in _served(FacetSettings(data_dir=tmp_path / "data", broker_url=redis.url(3))):
             r = client.get("/ready")
             assert r.status_code == 200, r.text
-            assert r.json()["checks"] == {"database": "ok", "store": "ok", "broker": "ok"}
+            assert r.json()["checks"] == {"database": "ok", "store": "ok", "broker": "ok",
+                                          "query_workers": "not configured"}
+        # Queries encoded on the workers, and none running: it said "ready" while every search
+        # failed (the worker exploration of the third session of 2026-12-07).
+        for _, client in _served(FacetSettings(data_dir=tmp_path / "data2", broker_url=redis.url(4),
+                                               encode_on_workers=True)):
+            t0 = time.monotonic()
+            r = client.get("/ready")
+            assert time.monotonic() - t0 < 3.0
+            assert r.status_code == 503, r.text
+            assert r.json()["checks"]["query_workers"].startswith(
+                "no worker consumes the 'query' queue: every search fails until one runs"), r.text
+            assert r.json()["checks"]["broker"] == "ok"
     finally:
         redis.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -172,7 +185,8 @@ def test_with_a_key_ready_says_why_only_to_a_request_sending_it(tmp_path, caplog
         bare = client.get("/ready")
         assert bare.status_code == 503 and bare.json() == {
             "status": "not ready", "checks": {"database": "ok", "store": "failed",
-                                              "broker": "not configured"}}, bare.text
+                                              "broker": "not configured",
+                                              "query_workers": "not configured"}}, bare.text
         keyed = client.get("/ready", headers={"authorization": "Bearer " + "k" * 32})
         assert keyed.status_code == 503
         assert keyed.json()["checks"]["store"].startswith(
@@ -253,6 +267,7 @@ def test_ready_on_a_data_folder_mounted_read_only_under_the_server(tmp_path) -> 
             "there (a lock file) even to read a collection; mount it read-write, or point "
             "FACET_DATA_DIR at a writable copy of the data folder",
             "broker": "not configured",
+            "query_workers": "not configured",
         },
     }
     assert health == ["200", '{"status":"ok"}']  # liveness: the process answers
