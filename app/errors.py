@@ -342,20 +342,25 @@ def database_server_gone(error: Exception) -> bool:
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
-# A server that answered a connection with one of these is starting or stopping: it comes back.
-_PASSING_REFUSALS = ("starting up", "shutting down", "in recovery mode", "not yet accepting")
+# A server's refusals of a connection that waiting does not mend: the database, the role or its
+# right to log in is not there, the password is wrong, the client's address is not allowed.
+# Any other (a server starting or shutting down; PgBouncer's "pgbouncer cannot connect to
+# server" while the database behind it is down) may pass.
+_LASTING_REFUSALS = ("does not exist", "password authentication failed", "authentication failed",
+                     "no pg_hba.conf entry", "permission denied", "is not permitted to log in",
+                     "password is required", "certificate")
 
 
 def database_may_come_back(error: Exception) -> bool:
     """Whether a database error that stopped a connection may pass by itself (a 503's
     ``Retry-After``): ``database_server_gone``, except where the server answered the connection
-    with a refusal of its own (``FATAL: database "x" does not exist``, a password refused:
-    a connect's error carries no SQLSTATE, so its words tell it), which waiting does not mend;
-    a server starting or shutting down does come back."""
+    with a lasting refusal of its own (``FATAL: database "x" does not exist``, a password
+    refused: a connect's error carries no SQLSTATE, so its words tell it), which waiting does
+    not mend."""
     if not database_server_gone(error):
         return False
     said = str(getattr(error, "orig", None) or error)
-    return "FATAL:" not in said or any(words in said for words in _PASSING_REFUSALS)
+    return "FATAL:" not in said or not any(words in said for words in _LASTING_REFUSALS)
 
 
 @contextlib.contextmanager

@@ -526,3 +526,24 @@ def test_a_server_at_its_connection_limit_is_said_so(postgres: Cluster, tmp_path
     engine.dispose()
     domain = as_domain_error(e.value)
     assert isinstance(domain, UnavailableError) and str(domain) == said
+
+
+def test_a_poolers_passing_refusal_is_an_outage_to_wait_for() -> None:
+    """PgBouncer answers "FATAL: pgbouncer cannot connect to server" while the database behind
+    it is down: every FATAL was read as lasting (no Retry-After, "check its password"; the
+    final read of the third session of 2026-12-07). Only the lasting ones are."""
+    psycopg = pytest.importorskip("psycopg", reason="install psycopg[binary] (the dev extra)")
+    from sqlalchemy.exc import OperationalError
+
+    from app.errors import database_may_come_back
+
+    def refused(words: str) -> OperationalError:
+        return OperationalError("connect", {}, psycopg.OperationalError(
+            f'connection failed: connection to server at "127.0.0.1", port 6432 failed: FATAL:  {words}'))
+
+    for passing in ("pgbouncer cannot connect to server", "the database system is starting up",
+                    "server login has been failing, try again later (server_login_retry)"):
+        assert database_may_come_back(refused(passing)), passing
+    for lasting in ('database "facet" does not exist', 'password authentication failed for user "f"',
+                    'no pg_hba.conf entry for host "10.0.0.9"', 'role "f" is not permitted to log in'):
+        assert not database_may_come_back(refused(lasting)), lasting
