@@ -1447,7 +1447,7 @@ class Facet:
                        if self.settings.encode_on_workers else None)
             checks["broker"] = functools.partial(check_broker, quick, way_out=way_out)
             if self.settings.encode_on_workers:
-                checks["query_workers"] = self._query_workers_ready
+                checks["query_workers"] = functools.partial(self._query_workers_ready, timeout_s)
         results = {name: f"no answer within {timeout_s:g} s" for name in checks}
 
         def run(name: str, check: Callable[[], None]) -> None:
@@ -1475,7 +1475,7 @@ class Facet:
         said.setdefault("query_workers", "not configured")
         return Readiness(all(v == "ok" for k, v in said.items() if k in checks), said)
 
-    def _query_workers_ready(self) -> None:
+    def _query_workers_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Where queries are encoded on the workers: a worker consumes the ``query`` queue (asked
         of the workers, a second at most). The probe said "ready" with none running, every
         search failing (the worker exploration of the third session of 2026-12-07).
@@ -1486,10 +1486,12 @@ class Facet:
 
         if not isinstance(self.encoder, CeleryQueryEncoder):
             return
-        consumed = self.encoder.consumes("query", wait_s=min(0.5, self.settings.broker_timeout_s))
-        if consumed is None:
-            raise UnavailableError("the workers could not be asked which queues they consume "
-                                   "(the broker's check says why)")
+        try:
+            consumed = self.encoder.consumes("query", wait_s=min(0.5, timeout_s),
+                                             connect_s=min(timeout_s, self.settings.broker_timeout_s))
+        except Exception as e:
+            raise UnavailableError(f"the workers could not be asked which queues they consume: "
+                                   f"{type(e).__name__}: {e}") from e
         if not consumed:
             raise UnavailableError("no worker consumes the 'query' queue: every search fails "
                                    "until one runs (facet worker --queues query), or set "

@@ -405,7 +405,7 @@ class CeleryQueryEncoder:
         self._asked: dict[str, tuple[float, bool]] = {}  # queue -> (when, whether consumed)
         self._asking = threading.Lock()
 
-    def _consumed(self, queue: str, wait_s: float = 1.0) -> bool | None:
+    def _consumed(self, queue: str) -> bool | None:
         """Whether a worker says it consumes ``queue`` now, asked in a second (the answer
         shared for ``ASKED_S``); None where the workers could not be asked (the broker not
         reached at once). A ``--pool solo`` worker busy with a task cannot answer: it counts as
@@ -415,26 +415,35 @@ class CeleryQueryEncoder:
             if asked is not None and time.monotonic() - asked[0] < self.ASKED_S:
                 return asked[1]
             try:
-                # One try to connect: kombu's own retries took 6 s a call with the broker down
-                # (helper-542's review), every call after an unanswered one.
-                with self.app.connection_for_write() as connection:
-                    connection.ensure_connection(max_retries=0,
-                                                 timeout=self.settings.broker_timeout_s)
-                    replies = self.app.control.inspect(
-                        timeout=wait_s, connection=connection).active_queues() or {}
-                consumed = any(isinstance(q, dict) and q.get("name") == queue
-                               for queues in replies.values() for q in (queues or []))
+                consumed = self._ask(queue, 1.0, self.settings.broker_timeout_s)
             except Exception as e:  # the broker gone, say: the caller asks it
                 logger.debug("could not ask the workers for their queues: %s", e)
                 return None
             self._asked[queue] = (time.monotonic(), consumed)
             return consumed
 
-    def consumes(self, queue: str, wait_s: float = 0.5) -> bool | None:
-        """``_consumed``, for a readiness probe: whether a worker consumes ``queue`` now, its
-        workers' answers waited for ``wait_s`` (the ask waits that long whatever they answer:
-        a probe is often given a second in all)."""
-        return self._consumed(queue, wait_s)
+    def _ask(self, queue: str, wait_s: float, connect_s: float) -> bool:
+        """Ask the workers whether one consumes ``queue``: their answers waited for ``wait_s``
+        (the ask waits that long whatever they answer), the broker's connection for
+        ``connect_s``. Raises what the broker raises."""
+        # One try to connect: kombu's own retries took 6 s a call with the broker down
+        # (helper-542's review), every call after an unanswered one.
+        with self.app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=0, timeout=connect_s)
+            replies = self.app.control.inspect(
+                timeout=wait_s, connection=connection).active_queues() or {}
+        return any(isinstance(q, dict) and q.get("name") == queue
+                   for queues in replies.values() for q in (queues or []))
+
+    def consumes(self, queue: str, wait_s: float = 0.5, connect_s: float = 1.0) -> bool:
+        """For a readiness probe: whether a worker consumes ``queue`` now (``_ask``; a probe is
+        often given a second in all). Neither the calls' lock nor their shared answer: a probe
+        against a stalled broker held the lock past its own answer, and searches waited behind
+        it (the final read of the third session of 2026-12-07).
+
+        Raises:
+            what the broker raises where it cannot be asked."""
+        return self._ask(queue, wait_s, connect_s)
 
     def _heard(self, queue: str) -> None:
         """A worker answered a call to ``queue`` (a result or its error): calls wait again.

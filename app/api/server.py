@@ -1047,8 +1047,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         503: {"model": Readiness, "description": "not ready: the checks that failed say why"}},
              operation_id="ready", tags=ops)
     async def ready(request: Request, facet: FacetDep) -> Response:
-        """Readiness: no key needed; cheap checks of the database, the vector store and the
-        broker (each a second at most), no model loaded. With FACET_API_KEY, a failed check
+        """Readiness: no key needed; cheap checks of the database, the vector store, the
+        broker and, where queries are encoded on the workers, a worker consuming the 'query'
+        queue (each a second at most), no model loaded. With FACET_API_KEY, a failed check
         says why only to a request sending the key ("failed" otherwise)."""
         found = await readiness(facet)
         checks = found.checks
