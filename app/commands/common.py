@@ -380,6 +380,10 @@ def check_port(host: str, port: int) -> None:
             raise InvalidRequestError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
 
 
+# The most of a request target an access line shows (as ``app.api.errors.MAX_SHOWN_NAME``).
+ACCESS_TARGET_SHOWN = 200
+
+
 class _MaskedAccessLine(logging.Filter):
     """Masks key-like query parameter values (``api_key=``, ``token=``, ``password=``...) and
     URL passwords in a uvicorn access line as ``***``, by ``indexer.errors.mask_secrets`` (what
@@ -393,8 +397,14 @@ class _MaskedAccessLine(logging.Filter):
         def masked(value: object) -> object:
             if not isinstance(value, str):
                 return value
-            # The request target (uvicorn's ``full_path`` argument): each key-like value whole.
-            return mask_query(value) if value.startswith("/") else mask_secrets(value)
+            # The request target (uvicorn's ``full_path`` argument): each key-like value whole,
+            # and a huge one cut, as ``app.api.errors.log_answer`` cuts its path (a 5,000-
+            # character collection name in the path was logged whole on every request).
+            if not value.startswith("/"):
+                return mask_secrets(value)
+            target = mask_query(value)
+            return (f"{target[:ACCESS_TARGET_SHOWN]}… ({len(target):,} characters)"
+                    if len(target) > 2 * ACCESS_TARGET_SHOWN else target)
 
         if isinstance(record.msg, str):
             record.msg = mask_secrets(record.msg)

@@ -127,3 +127,25 @@ def test_ui_access_lines_mask_key_like_query_parameters(tmp_path) -> None:
         assert secret not in out, out
     assert '"GET /?api_key=*** HTTP/1.1" 200' in out, out
     assert "GET /config?x=1&token=*** HTTP/1.1" in out, out
+
+
+def test_a_huge_request_target_is_cut_in_the_access_line() -> None:
+    """uvicorn's access line logged a 5,000-character collection name in the path whole on
+    every request, where the error line cuts it (the final read of the third session of
+    2026-12-07). Its arguments as uvicorn passes them."""
+    import logging
+
+    from app.commands.common import _ACCESS_MASK
+
+    target = "/collections/" + "u" * 5000 + "?api_key=s3cret"
+    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1,
+                               '%s - "%s %s HTTP/%s" %d', ("127.0.0.1:5", "GET", target, "1.1", 400),
+                               None)
+    assert _ACCESS_MASK.filter(record)
+    line = record.getMessage()
+    assert len(line) < 400 and "s3cret" not in line, line
+    assert f"GET /collections/{'u' * 187}… (5,025 characters) HTTP/1.1" in line, line  # (its key masked first)
+    short = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s "%s %s"',
+                              ("127.0.0.1:5", "GET", "/collections/notes?token=t1"), None)
+    _ACCESS_MASK.filter(short)
+    assert short.getMessage().endswith('"GET /collections/notes?token=***"')
