@@ -867,8 +867,9 @@ def _ran_for(job: JobInfo) -> float:
     for any other state): its stages' sum leaves out the one a cancel cut short, and a job
     cancelled after 6 s of encoding read "(0.1 s of work)" (the UI exploration of the third
     session of 2026-12-07). Not an interrupted one: a job whose process died is ended by the
-    next run, which may come days later."""
-    if job.state != "cancelled":
+    next run, which may come days later; nor a worker job, which a cancel of a stalled job ends
+    only when a worker takes its next chunk, as late."""
+    if job.state != "cancelled" or job.runner == "celery":
         return 0.0
     started, ended = _utc(job.started_at), _utc(job.finished_at)
     return max(0.0, (ended - started).total_seconds()) if started and ended else 0.0

@@ -358,6 +358,10 @@ def test_a_running_jobs_bar_counts_the_time_since_it_started() -> None:
     died = job_html(_job(state="interrupted", started_at=started.isoformat(),
                          finished_at=later.isoformat(), timings={"parse_chunk": 0.1, "encode": 16.9}), 1600)
     assert "(17.0 s of work)" in died, died
+    # Nor a worker job: a stalled one cancelled ends when a worker takes its next chunk.
+    stalled = job_html(_job(state="cancelled", runner="celery", started_at=started.isoformat(),
+                            finished_at=later.isoformat(), timings={"encode": 17.0}), 1600)
+    assert "(17.0 s of work)" in stalled, stalled
 
 
 def test_an_upload_job_a_restart_stopped_while_queued_is_still_offered_to_resume(minilm,
