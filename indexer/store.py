@@ -82,6 +82,12 @@ def _command() -> str:
     return " ".join([program, *([command] if command else [])])[:80]
 
 
+def held_by_worker(holder: dict[str, Any] | None) -> bool:
+    """Whether a lock file's ``holder`` is a `facet worker` process (its ``command``: the
+    program and its first argument, ``_command``)."""
+    return str((holder or {}).get("command") or "").split()[1:2] == ["worker"]
+
+
 def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
     who = (f"pid {holder.get('pid')} on host {holder.get('host')}" if holder else "another process")
     command = str((holder or {}).get("command") or "")
@@ -92,7 +98,7 @@ def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
         return (f"{why}; that server keeps it open while it is among the {MAX_OPEN_SHARDS} it used last, "
                 "so send this work to it (its HTTP API or UI; from Python, "
                 "FacetRetriever(base_url=...)) or stop it first")
-    if "worker" in command.split():
+    if held_by_worker(holder):
         # (Another worker of the stack writing its chunks: the web app's advice below read
         # wrong to a second `facet worker`, which only waits its turn.)
         return (f"{why}; a worker writes it, and the others wait their turn (with the vectors in "

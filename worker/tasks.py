@@ -334,13 +334,14 @@ def _another_worker_writes(error: BaseException) -> bool:
     """Whether ``error`` (or one it was raised from) is the embedded store's collection held
     by another `facet worker` process."""
     from indexer.errors import StoreBusyError
+    from indexer.store import held_by_worker
 
     seen: BaseException | None = error
     for _ in range(4):
         if seen is None:
             return False
         if isinstance(seen, StoreBusyError):
-            return "worker" in str(seen.holder.get("command") or "").split()
+            return held_by_worker(seen.holder)
         seen = seen.__cause__
     return False
 
