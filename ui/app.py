@@ -487,13 +487,15 @@ CANCELLED_JS = """async () => {
 RADIO_GROUPS_JS = """() => {
   if (window.facetRadioGroups) return;
   window.facetRadioGroups = true;
-  let due = false;
+  let due = false, made = 0;
   const mend = () => {
     due = false;
-    document.querySelectorAll('fieldset').forEach((group, n) => {
+    document.querySelectorAll('fieldset').forEach((group) => {
       const radios = group.querySelectorAll('input[type=radio]');
       if (!radios.length) return;
-      const key = group.id || ('facet-radios-' + n);
+      // (A group without an id keeps the name it was first given, not one by its place: a
+      // group rendered before it would take its name, unchecking its option.)
+      const key = group.id || (group.dataset.facetRadios ??= 'facet-radios-' + (++made));
       radios.forEach((radio) => { if (radio.name !== key) radio.name = key; });
       const label = group.querySelector('[data-testid="block-info"]');
       if (label) {
