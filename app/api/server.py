@@ -922,7 +922,8 @@ async def _warm_up_on_workers(served: Facet, encoder: CeleryQueryEncoder, name: 
     identity = warm.reported_identity(name)
     if identity is not None:
         encoder._identities.setdefault(name, identity)
-    logger.info("loaded %s", name)
+    # (It said "loaded minilm", as if this process held the model: the workers do.)
+    logger.info("warmed up %s on the workers (they encode its queries)", name)
 
 
 def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = None,

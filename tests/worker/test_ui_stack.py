@@ -16,7 +16,7 @@ from .conftest import Stack, free_port
 QUERY_INSTRUCTION = "Find notes about the same place"
 
 
-def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_path) -> None:
+def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_path, caplog) -> None:
     pytest.importorskip("gradio")  # here, not at collection: gradio takes ~4 s to import
     from gradio_client import Client, handle_file
 
@@ -79,6 +79,18 @@ def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_p
         assert "<b>3</b> texts, <b>k = 2</b>" in summary
         assert sum(row[1] for row in table["data"]) == 3
         assert len(sent) > searched  # the cluster's texts were encoded on the worker too
+
+        # A server preloading minilm warms it up on the workers, and says so: it said "loaded
+        # minilm", as if it held the model itself.
+        from fastapi.testclient import TestClient
+
+        from app.api.server import create_app
+
+        with caplog.at_level("INFO", logger="app.api.server"), TestClient(create_app(
+                settings=stack.settings(encode_on_workers=True), preload=["minilm"])) as served:
+            assert served.get("/health").status_code == 200
+        assert "warmed up minilm on the workers (they encode its queries)" in caplog.text
+        assert "loaded minilm" not in caplog.text
     finally:
         client.close()
         demo.close()
