@@ -160,7 +160,8 @@ def test_an_apostrophe_after_a_quoted_name_is_not_cut_as_a_name() -> None:
     from app.api.errors import cut_names
     from indexer.store import _busy_message
 
-    message = _busy_message("two", {"pid": 26078, "host": "vm", "command": "facet worker"})
+    # (A `facet index`'s hold: a worker's is now worded for workers, without the apostrophe.)
+    message = _busy_message("two", {"pid": 26078, "host": "vm", "command": "facet index"})
     assert "app's several workers" in message
     assert cut_names(message) == message
     long = "x" * 5000
