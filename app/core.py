@@ -1426,9 +1426,9 @@ class Facet:
         written: reads take a lock file there; a server takes a connection), the broker answers
         a ping where ``FACET_BROKER_URL`` is set (``app.remote.check_broker``, as an index job's
         submission asks it), and, where ``FACET_ENCODE_ON_WORKERS`` sends queries to the workers,
-        a worker consumes the ``query`` queue. The checks run side by side, each given ``timeout_s``; no model is
-        loaded, nothing is written but a probe file, removed at once. Never raises: what failed
-        is in ``checks``."""
+        a worker consumes the ``query`` queue. The checks run side by side, each given
+        ``timeout_s``; no model is loaded, nothing is written but a probe file, removed at once.
+        Never raises: what failed is in ``checks``."""
         if self._closed or self._pid != os.getpid():
             why = "this Facet is closed" if self._pid == os.getpid() else _forked_message(self._pid)
             return Readiness(False, dict.fromkeys(("database", "store", "broker", "query_workers"), why))
