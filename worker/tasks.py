@@ -46,7 +46,14 @@ from app.remote import (
     one_line,
 )
 from app.services import leases
-from app.services.distributed import ChunkBusy, ChunkOutcome, JobGone, WriterBusy, is_transient
+from app.services.distributed import (
+    ChunkBusy,
+    ChunkOutcome,
+    JobGone,
+    WriterBusy,
+    is_transient,
+    raised_from,
+)
 from app.services.indexing import IndexService, PreparedJob
 from worker.app import celery_app, chunk_service, worker_facet
 
@@ -336,14 +343,8 @@ def _another_worker_writes(error: BaseException) -> bool:
     from indexer.errors import StoreBusyError
     from indexer.store import held_by_worker
 
-    seen: BaseException | None = error
-    for _ in range(4):
-        if seen is None:
-            return False
-        if isinstance(seen, StoreBusyError):
-            return held_by_worker(seen.holder)
-        seen = seen.__cause__
-    return False
+    busy = next((seen for seen in raised_from(error) if isinstance(seen, StoreBusyError)), None)
+    return busy is not None and held_by_worker(busy.holder)
 
 
 def _out_of_memory(e: MemoryError, what: str, spec: str) -> FacetError:

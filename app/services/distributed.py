@@ -428,7 +428,8 @@ class _ParseCache:
             repeated: list[ParsedDocument | DocumentError] = []
             first: dict[str, ParsedDocument | DocumentError] = {}  # (kept for the chunks)
             held = 0
-            budget = self._share(self._key(path, text_column, allowed))
+            cache_key = self._key(path, text_column, allowed)
+            budget = self._share(cache_key)
             for item in results:
                 if not isinstance(item, ParsedDocument | DocumentError):
                     continue
@@ -445,7 +446,6 @@ class _ParseCache:
         for key in keys:
             known.add(key)
         known.settle()
-        cache_key = self._key(path, text_column, allowed)
         with self._gate(cache_key):  # (not while a chunk's read goes on in another thread)
             self._keep(cache_key, read_at, _Kept(source.stamp, first, [], held, window=True,
                                                  known=known))
@@ -1684,17 +1684,21 @@ def is_transient(error: BaseException) -> bool:
 
     from indexer.errors import StoreBusyError, StoreUnavailableError
 
+    return any(isinstance(seen, StoreUnavailableError | StoreBusyError | OperationalError)
+               or (isinstance(seen, DBAPIError) and bool(seen.connection_invalidated))
+               for seen in raised_from(error))
+
+
+def raised_from(error: BaseException, depth: int = 4) -> Iterator[BaseException]:
+    """``error`` and the errors it was raised from (``raise ... from``), nearest first, ``depth``
+    in all at most."""
     seen: BaseException | None = error
-    for _ in range(4):  # the error and the errors it was raised from
+    for _ in range(depth):
         if seen is None:
-            return False
-        if isinstance(seen, StoreUnavailableError | StoreBusyError | OperationalError):
-            return True
-        if isinstance(seen, DBAPIError) and bool(seen.connection_invalidated):
-            return True
+            return
+        yield seen
         seen = seen.__cause__
-    return False
 
 
 __all__ = ["ChunkBusy", "ChunkOutcome", "ChunkedIndexService", "IndexOptions", "JobGone",
-           "WriterBusy", "is_transient"]
+           "WriterBusy", "is_transient", "raised_from"]
