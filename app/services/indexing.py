@@ -1412,6 +1412,9 @@ class _Cancelled(Exception):
         self.skipped = skipped
 
 
+# What the next run does of a large file (read in pieces) a job stopped within.
+READ_AGAIN = "is read again from its start (a large file is committed whole)"
+
 # How a cancelled job's message begins where every document had gone in (``cancelled_message``).
 CANCELLED_ALL_IN = "cancelled after every document had gone in"
 
@@ -1431,13 +1434,11 @@ def cancelled_message(indexed: int, skipped: list[str] | None = None, chunks: in
         steps = " and ".join(skipped) or "its end"
         return (f"{CANCELLED_ALL_IN} ({indexed} indexed), before {steps}; index the same "
                 "source again to finish: nothing will be re-embedded")
-    again = (f"; {within} was stopped part-way and is read again from its start (a large file "
-             "is committed whole)") if within else ""
+    again = f"; {within} was stopped part-way and {READ_AGAIN}" if within else ""
     if not indexed and chunks:
         return (f"cancelled part-way through {within or 'a large file'}, before any document was "
                 f"indexed whole: its first {plural(chunks, 'chunk')} were written and are "
-                "searchable; index the same source again to finish: it is read again from its "
-                "start (a large file is committed whole)")
+                f"searchable; index the same source again to finish: it {READ_AGAIN}")
     if not indexed:  # (nothing to resume: "cancelled after 0 documents indexed; ... resume")
         return "cancelled before any document was indexed: nothing was written"
     return (f"cancelled after {plural(indexed, 'document')} indexed; index the same source again to "
@@ -2302,8 +2303,7 @@ class IndexService:
                                    f"indexed; run `{resume}` (or submit the job) again to "
                                    "resume: what was indexed is kept"
                                    + (f"; {printable(report.stopped_within)} was stopped part-way "
-                                      "and is read again from its start (a large file is "
-                                      "committed whole)" if report.stopped_within else ""))
+                                      f"and {READ_AGAIN}" if report.stopped_within else ""))
                 else:
                     job.state = "failed"
                     job.message = self.job_failure_message(job, e, resume)
@@ -3063,17 +3063,14 @@ class IndexService:
         with _store_errors():
             exists = bool(rows) and self.store.collection_exists(coll.name)
             # A large file a job stopped within (read in pieces, ``pending``) has points and no
-            # chunk rows yet: counted in the store, where the delete by its key finds them (its
-            # removal said "0 chunks" of the 2,304 points it deleted; the API exploration of the
-            # third session of 2026-12-07).
-            # (Its chunk rows, where it has some, may be of its last version, not of the points
-            # the stopped job wrote: the store says how many go.)
+            # chunk rows yet, or rows of its last version: its points are counted in the store,
+            # where the delete by its key finds them (its removal said "0 chunks" of the 2,304
+            # points it deleted; the API exploration of the third session of 2026-12-07).
             unlisted = {r.id: self.store.count(coll.name, {DOC_ID_FIELD: r.key}) for r in rows
                         if exists and r.status in PARTIAL}
-        removed = [RemovedDocument(r.key, r.source, r.status,
-                                   unlisted.get(r.id, len(points.get(r.id, []))),
-                                   _exists(r.source)) for r in rows]
-        with _store_errors():
+            removed = [RemovedDocument(r.key, r.source, r.status,
+                                       unlisted.get(r.id, len(points.get(r.id, []))),
+                                       _exists(r.source)) for r in rows]
             if exists:
                 self.store.delete(coll.name, [p for r in rows for p in points.get(r.id, [])])
                 self.store.delete_documents(coll.name, [r.key for r in rows])
