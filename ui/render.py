@@ -892,7 +892,7 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     # grows only as a stage ends, and read "(2.0 s of work)" for the 100 s of one long batch
     # (the UI review of the fourth session of 2026-12-06).
     since = _running_for(job)
-    elapsed = max(sum(job.timings.values()), _ran_for(job) if finished else 0.0)
+    elapsed = max(sum(job.timings.values()), _ran_for(job))  # (0 unless cancelled)
     timing = (f" (started {since:,.0f} s ago)" if since is not None else
               f" ({elapsed:.1f} s of work)" if elapsed else "")
     # The state after a colon, apart from the name: "Job 2 into <b>big</b> <b>running</b>" read
