@@ -18,6 +18,12 @@ from embedders.scripts import blank  # (app.text.blank: one rule with the indexe
 from embedders.terminal import bar_size  # noqa: F401 (the edges' progress bars import it here)
 
 
+def shorten(text: str | None, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def plural(n: int, word: str, many: str | None = None, *, grouped: bool = False) -> str:
     """``1 document``, ``2 documents``; ``grouped``: ``1,000 documents``, with a thousands
     separator, as the UI writes every count (it read "1,000 of 1000 documents")."""

@@ -46,6 +46,7 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
+from app.text import shorten
 from indexer.errors import (
     CollectionNotFoundError,
     SourceNotFoundError,
@@ -224,7 +225,7 @@ def log_answer(request: Request, status: int, message: str, code: str | None = N
         what += f", collection {collection!r}"
     path = request.url.path
     if len(path) > 2 * MAX_SHOWN_NAME:
-        path = f"{path[:MAX_SHOWN_NAME]}… ({len(path):,} characters)"
+        path = shorten(path, MAX_SHOWN_NAME)
     logger.log(level, "%s %s answered %s: %s", request.method, path, what, text)
 
 

@@ -35,7 +35,7 @@ from app.errors import (
 )
 from app.files import expand_user, is_stdout, probe_writable
 from app.settings import get_settings
-from app.text import printable
+from app.text import printable, shorten
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -403,8 +403,8 @@ class _MaskedAccessLine(logging.Filter):
             if not value.startswith("/"):
                 return mask_secrets(value)
             target = mask_query(value)
-            return (f"{target[:ACCESS_TARGET_SHOWN]}… ({len(target):,} characters)"
-                    if len(target) > 2 * ACCESS_TARGET_SHOWN else target)
+            return (shorten(target, ACCESS_TARGET_SHOWN) if len(target) > 2 * ACCESS_TARGET_SHOWN
+                    else target)
 
         if isinstance(record.msg, str):
             record.msg = mask_secrets(record.msg)
@@ -632,12 +632,6 @@ def check_embedder_option(option: str, spec: str) -> None:
         check_embedder(spec)
     except UnknownEmbedderError as e:  # (which option named it was not said)
         raise UnknownModelError(f"{option} {spec!r}: {e}") from None
-
-
-def shorten(text: str | None, limit: int = 200) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
-    text = text or ""
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def argument_text(value: str | None, what: str, param: str | None = None) -> str | None:
