@@ -41,6 +41,7 @@ from app.errors import (
     TooLargeError,
     UnavailableError,
     UnknownModelError,
+    reworded,
 )
 from app.services.clustering import (
     K_BY_SILHOUETTE,
@@ -782,7 +783,7 @@ class UiHandlers:
         except InvalidRequestError as e:
             if "the instruction" not in str(e).lower():
                 raise
-            raise type(e)(f"Instruction {side}: {e}") from e
+            raise reworded(e, f"Instruction {side}: {e}") from e
         # Its "barely steers" note names what this page may load, as the Search tab's does
         # (Compare offered minilm[instruction_weight=1], which the page refuses).
         return dataclasses.replace(response, note=served_note(

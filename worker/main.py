@@ -9,7 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
-from app.errors import FacetError, InvalidRequestError, domain_errors
+from app.errors import FacetError, InvalidRequestError, domain_errors, reworded
 from app.files import raise_open_files_limit
 from app.remote import QUEUES, check_broker, check_result_backend
 from app.settings import FacetSettings, get_settings
@@ -49,7 +49,7 @@ def check_preload(settings: FacetSettings) -> None:
             with domain_errors():
                 check_embedder(name)
         except FacetError as e:  # named as facet serve names FACET_API_MODELS' refusals
-            raise type(e)(f"{variable} names {name!r}, which cannot be loaded: {e}") from e
+            raise reworded(e, f"{variable} names {name!r}, which cannot be loaded: {e}") from e
 
 
 def check_device(settings: FacetSettings) -> None:

@@ -83,8 +83,8 @@ def meta_text(value: Any, width: int = META_WIDTH) -> str:
     (a list ``["card", "fee"]``, a boolean ``true``: they were Python's ``['card']`` and
     ``True``), cut to ``width`` characters with its full length said ("… (2,000,000
     characters)"): a 2 MB field was printed whole under every result. (A key is cut so too.)"""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= width else f"{text[:width]}… ({len(text):,} characters)"
+    return shorten(value if isinstance(value, str)
+                   else json.dumps(value, ensure_ascii=False, default=str), width)
 
 
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
