@@ -237,6 +237,10 @@ class _Tally:
     encode_s: float = 0.0
     store_s: float = 0.0
     metadata_s: float = 0.0
+    # Seconds this chunk's worker spent loading models (its embedder where not loaded yet, the
+    # collection's other embedders: ``IndexReport.loads``): the job row's ``load_s``, as an
+    # inline run records it. A worker's first chunk of a model not preloaded said no load.
+    load_s: float = 0.0
     errors: list[md.JobError] = field(default_factory=list)
     # Planned documents not read: their file lay outside the job's folders when the chunk
     # came to read it (not counted seen, as the walk's own are not; the job's total less them).
@@ -932,6 +936,8 @@ class ChunkedIndexService:
 
     def _plan_held(self, prepared: PreparedJob, chunk_docs: int | None) -> list[int]:
         chunk_docs = chunk_docs or self.settings.worker_chunk_docs
+        loading = self.ctx.embedders.peek(prepared.embedder) is None
+        t_load = time.perf_counter()
         try:
             embedder = load_here(self.ctx, prepared.embedder, self.worker)
         except Exception as e:
@@ -941,6 +947,7 @@ class ChunkedIndexService:
                 # that for a domain error, and the job stayed `queued` for ever.
                 self.index.fail(prepared.job_id, IndexService.failure_message(e))
             raise
+        load_s = time.perf_counter() - t_load if loading else 0.0
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
             back = "sending its task back to the broker for a worker on that database"
@@ -991,6 +998,7 @@ class ChunkedIndexService:
                     return []
                 session.refresh(job)
             try:
+                job.load_s += load_s  # on the job row, as a chunk's load (``_Tally.load_s``)
                 return self._plan(session, coll, job, prepared, embedder, chunk_docs)
             except BaseException as e:
                 session.rollback()
@@ -1312,7 +1320,10 @@ class ChunkedIndexService:
         # The job names the vector; the collection records what loads its embedder (a checkpoint's
         # path, options), which the vector's name alone would not.
         spec = next((e.spec for e in coll.embedders if e.name == job.embedder), job.embedder)
+        loading = self.ctx.embedders.peek(spec) is None
+        t_load = time.perf_counter()
         embedder = load_here(self.ctx, spec, self.worker)
+        load_s = time.perf_counter() - t_load if loading else 0.0
         # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
         # differs from the one the collection was indexed with fails this chunk, writing nothing.
         check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
@@ -1321,7 +1332,7 @@ class ChunkedIndexService:
         chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
         t0 = time.perf_counter()
         items, outside = self._current_documents(docs, job.text_column)
-        tally = _Tally(parse_s=time.perf_counter() - t0)
+        tally = _Tally(parse_s=time.perf_counter() - t0, load_s=load_s)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
         for source in outside:  # said as an inline run says them (``note_outside``)
@@ -1384,7 +1395,9 @@ class ChunkedIndexService:
             chunks_written=J.chunks_written + report.chunks_written,
             chunks_done=J.chunks_done + chunks_done,
             parse_s=J.parse_s + tally.parse_s, encode_s=J.encode_s + tally.encode_s,
-            store_s=J.store_s + tally.store_s, metadata_s=J.metadata_s + tally.metadata_s))
+            store_s=J.store_s + tally.store_s, metadata_s=J.metadata_s + tally.metadata_s,
+            # With the other embedders' loads (companions), which the report holds.
+            load_s=J.load_s + tally.load_s + sum(report.loads.values())))
 
     def _fail_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
                     docs: list[tuple[Any, ...]], message: str, *, documents: bool = True) -> None:
