@@ -1020,10 +1020,13 @@ class ClusterService:
         if request.collection is None and (request.filters or request.limit is not None):
             # They were ignored: every text (or search result) was clustered.
             given = [n for n, v in (("filters", request.filters), ("limit", request.limit is not None)) if v]
-            where = ("put them in the search request (its filters, and top_k for how many)"
-                     if request.search is not None else "send only the texts to cluster")
+            # The search's own count, named as no edge's field (top_k in process, k over HTTP,
+            # --top-k on the command line): "top_k" was advice an HTTP client could not follow.
+            where = ("put them in the search request (its filters, and its number of results "
+                     "for how many)" if request.search is not None else "send only the texts to cluster")
             verb = "applies" if given == ["limit"] else "apply"
-            raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}")
+            raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}",
+                                      param=given[0])
         if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
                                       f"got {request.k}", param="k")
