@@ -14,7 +14,7 @@ from typing import Any
 from app.errors import InvalidRequestError
 from embedders.contract import check_encodable
 from embedders.errors import InvalidInputError
-from embedders.scripts import blank  # (app.text.blank: one rule with the indexer's)
+from embedders.scripts import blank, invisible_alone  # (app.text.blank: one rule with the indexer's)
 from embedders.terminal import bar_size  # noqa: F401 (the edges' progress bars import it here)
 
 
@@ -60,8 +60,12 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
 def empty_said(text: str) -> str:
     """How a ``blank`` text is named in a refusal: "empty", or "empty (invisible characters
     alone)" for one that is not whitespace alone (a zero-width space, a bidi control), which
-    would look like text where it is shown."""
-    return "empty" if not text.strip() else "empty (invisible characters alone)"
+    would look like text where it is shown, or "empty (control, private-use or combining
+    characters alone)" for one holding such (NUL, U+E000, U+0301), which no embedder reads."""
+    if not text.strip():
+        return "empty"
+    return ("empty (invisible characters alone)" if invisible_alone(text)
+            else "empty (control, private-use or combining characters alone)")
 
 
 def check_text_encodable(text: str, where: str, *, param: str | None = None) -> None:

@@ -223,15 +223,36 @@ _IGNORABLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u
                        + "".join(map(chr, range(0xE0100, 0xE01F0))))
 
 
+# Characters that carry nothing to read by themselves (``blank``): control characters (Cc: NUL,
+# BEL), private-use ones (Co: no embedder knows them) and combining marks with no letter to
+# mark (Mn, Mc, Me). Not the unassigned code points (Cn): Python's Unicode tables may predate
+# a character the text holds (an emoji newer than them), which is text.
+_UNREAD_CATEGORIES = frozenset({"Cc", "Co", "Mn", "Mc", "Me"})
+
+
 def blank(text: str) -> bool:
     """Whether ``text`` holds nothing to read: whitespace and invisible characters only (Unicode
     category Cf: a zero-width space U+200B, a word joiner U+2060, a byte order mark U+FEFF, a
     soft hyphen; not the drawn ones, ``VISIBLE_FORMAT``; and the other default-ignorable ones,
-    ``_IGNORABLE``: a variation selector U+FE0F alone was embedded, as the text's prompt). A
-    file of them was "indexed" with no chunks, where a file of spaces is refused as empty, and
-    a query of them was searched (dense search returned arbitrary results). Stops at the first
-    visible character."""
-    return all(ch.isspace() or ch in _IGNORABLE
-               or (unicodedata.category(ch) == "Cf" and ch not in VISIBLE_FORMAT)
-               for ch in text)
+    ``_IGNORABLE``: a variation selector U+FE0F alone was embedded, as the text's prompt), with
+    control characters, private-use characters and combining marks (``_UNREAD_CATEGORIES``:
+    until the fourth session of 2026-12-07 a query or text of NUL, U+E000 or U+0301 alone was
+    embedded as the prompt alone, 0 tokens, while indexing refused it as holding no text the
+    tokenizer reads). A file of them was "indexed" with no chunks, where a file of spaces is
+    refused as empty, and a query of them was searched (dense search returned arbitrary
+    results). Stops at the first visible character."""
+    for ch in text:
+        if ch.isspace() or ch in _IGNORABLE:
+            continue
+        category = unicodedata.category(ch)
+        if category in _UNREAD_CATEGORIES or (category == "Cf" and ch not in VISIBLE_FORMAT):
+            continue
+        return False
+    return True
+
+
+def invisible_alone(text: str) -> bool:
+    """Whether a ``blank`` text is of whitespace and invisible format or default-ignorable
+    characters only (no control, private-use or combining character): how a refusal names it."""
+    return all(ch.isspace() or ch in _IGNORABLE or unicodedata.category(ch) == "Cf" for ch in text)
 

@@ -25,8 +25,8 @@ Decisions on bad input:
   composed. The usual text, id and title names match them in any case (a header ``ID,Title,Text``),
   the exact spelling first; ``--text-column`` matches exactly.
 * **Empty** documents (nothing but whitespace and invisible format characters, Unicode
-  category Cf: a zero-width space, a BOM, a soft hyphen) are rejected: there is nothing to
-  embed.
+  category Cf: a zero-width space, a BOM, a soft hyphen; control, private-use and combining
+  characters alone: ``embedders.scripts.blank``) are rejected: there is nothing to embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run. So is a .docx, .pdf or HTML
   file whose extracted text is over ``max_bytes`` in UTF-8 (compressed, a file under the limit

@@ -100,7 +100,7 @@ from app.services.search import (
     check_filters,
     plain_filters,
 )
-from app.text import blank, check_text_encodable, check_texts, header_unsafe_at
+from app.text import blank, check_text_encodable, check_texts, empty_said, header_unsafe_at
 from embedders.contract import Role
 from indexer.errors import mask_secrets
 
@@ -837,8 +837,7 @@ def _query_given(text: Any) -> str:
             hint = ""
         raise TextTypeError(f"embed_query takes one text (a str), got {_shown(text)}{hint}")
     if isinstance(text, str) and blank(text):  # it was "texts[0] is empty": no list given
-        what = " (invisible characters alone)" if text.strip() else ""
-        raise InvalidRequestError(f"the query is empty{what}: give the text to embed")
+        raise InvalidRequestError(f"the query is {empty_said(text)}: give the text to embed")
     return text
 
 

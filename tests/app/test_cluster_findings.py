@@ -283,6 +283,12 @@ def test_texts_of_invisible_characters_alone_are_empty_and_a_drawn_format_charac
     with pytest.raises(InvalidRequestError, match=r"texts\[1\] is empty \(invisible characters alone\)"):
         check_texts(["a text", invisible])
     assert not blank("\u06dd") and not blank("\u0600") and blank("\u00ad \u200b")
+    # Nor a letter with its mark, a Thai syllable, an emoji newer than Python's Unicode tables;
+    # a mark with no letter is empty, as NUL or BEL alone is (fourth session of 2026-12-07).
+    assert not any(blank(t) for t in ("e\u0301", "\u0e17\u0e35\u0e48", "\U0001fae8", "\x00a"))
+    with pytest.raises(InvalidRequestError, match=r"texts\[0\] is empty \(control, private-use or "
+                                                  r"combining characters alone\)"):
+        check_texts(["\x00\x07", "a text"])
     check_texts(["\u06dd", "a text"])
     assert pasted_texts(f"one\n{invisible}\ntwo\n") == ["one", "two"]
     for name, body in (("t.txt", f"one\n{invisible}\ntwo\n"),

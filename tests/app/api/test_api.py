@@ -75,6 +75,13 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": "\ufe0f", "model": "minilm"}, 400, "input is empty (invisible characters alone)"),
     ({"input": ["ok", "\u034f\u3164"], "model": "minilm"}, 400,
      "input[1] is empty (invisible characters alone)"),
+    # Control, private-use and combining characters alone: embedded as the prompt alone, 0
+    # tokens, NUL's vector BEL's (the API exploration of the fourth session of 2026-12-07).
+    ({"input": "\u0000", "model": "minilm"}, 400,
+     "input is empty (control, private-use or combining characters alone)"),
+    ({"input": ["ok", "\u0007\u0001", "x"], "model": "minilm"}, 400, "input[1] is empty (control"),
+    ({"input": ["\ue000"], "model": "minilm"}, 400, "input[0] is empty (control"),
+    ({"input": ["\u0301\u0302 "], "model": "minilm"}, 400, "input[0] is empty (control"),
 ])
 def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
     # As bytes of json.dumps: its \\u escapes carry what httpx's json= cannot encode.

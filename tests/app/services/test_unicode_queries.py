@@ -103,7 +103,9 @@ def test_highlights_fold_without_a_definition() -> None:
     assert make_snippet("İstanbul", "istanbul", lexical="qdrant-bm25-en-pairs-v1")[1] == []
 
 
-@pytest.mark.parametrize("query", ["\u200b", "\ufeff", "\u2060", " \u200b\u2060 \t", "\u200b\u00ad"])
+@pytest.mark.parametrize("query", ["\u200b", "\ufeff", "\u2060", " \u200b\u2060 \t", "\u200b\u00ad",
+                                   # control, private-use and combining characters alone
+                                   "\u0000\u0001", "\ue000", "\u0301\u0302"])
 def test_a_query_of_invisible_characters_is_empty(service, query) -> None:
     for mode in ("dense", "lexical", "hybrid", "auto"):
         with pytest.raises(InvalidRequestError, match="the query is empty") as e:
@@ -111,6 +113,7 @@ def test_a_query_of_invisible_characters_is_empty(service, query) -> None:
         assert e.value.param == "query"
     # Such a character inside a query is no reason to refuse it.
     assert service.search(SearchRequest("pizza\u200b", "u", mode="dense")).results
+    assert service.search(SearchRequest("pizza\u0000\ue000", "u", mode="dense")).results
 
 
 @pytest.mark.parametrize("instruction", ["\u200b", " \ufeff\u2060 ", "\u00ad"])
