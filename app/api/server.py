@@ -1214,15 +1214,6 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                     keywords=body.keywords, members=body.members,
                     answer_tokens=body.answer_tokens, seed=body.seed), step)
         except InvalidRequestError as e:  # a k over the texts: this edge's way of leaving it unset
-            if body.collection is not None and e.param is None and not body.filters:
-                # A collection of no chunk ("clustering needs at least 2 texts, got 0", param
-                # null): said of the collection, as a search says it.
-                empty = facet.searching.nothing_searchable_note(body.collection)
-                if empty is not None:
-                    return errors.error_response(
-                        400, f"{e}: {empty}".replace("the collection", f"collection "
-                                                     f"{body.collection!r}", 1),
-                        "invalid_request_error", "collection")
             if not str(e).endswith(K_BY_SILHOUETTE):
                 raise
             # Named in param, as a field that does not validate is (it was null).

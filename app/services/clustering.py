@@ -1216,11 +1216,20 @@ class ClusterService:
                    f" (the search found {plural(len(texts), 'result')}"
                    f"{'; check its filters' if request.search.filters else ''})"
                    if request.search is not None else "")
+            param = ("texts" if request.texts is not None else
+                     "filters" if request.collection is not None and request.filters else None)
+            if request.collection is not None and not request.filters:
+                # A collection a job is writing now, or holding no indexed document: said, as a
+                # search says it, on every edge (only the API said the second, and none the
+                # first: the UI's Cluster tab said "got 0" while its Index tab's job ran).
+                said = (self.search_service.being_indexed_note(request.collection, "a clustering reads")
+                        or self.search_service.nothing_searchable_note(request.collection))
+                if said is not None:
+                    why = ": " + said.replace("the collection", f"collection {request.collection!r}", 1)
+                    param = "collection"
             # Given texts: that field; a collection's or a search's: their filters, their k...
             raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}",
-                                      param="texts" if request.texts is not None else
-                                      "filters" if request.collection is not None and request.filters
-                                      else None)
+                                      param=param)
         if request.k is not None and request.k > len(texts):
             # Each edge adds its own way of leaving k unset (the CLI's `--k 0` reached the page).
             raise InvalidRequestError(

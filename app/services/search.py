@@ -2101,7 +2101,7 @@ class SearchService:
                                                      values=False),
                 found=True))
         if not results:
-            being_indexed = self._being_indexed_note(request.collection)
+            being_indexed = self.being_indexed_note(request.collection)
             notes.append(being_indexed)
             if being_indexed is None:
                 # First: what the CLI said ("holds nothing searchable") the API and LangChain
@@ -2158,11 +2158,13 @@ class SearchService:
         return (f"{NOTHING_SEARCHABLE}: {total:,} document{'' if total == 1 else 's'}, none "
                 f"indexed{job}")
 
-    def _being_indexed_note(self, collection: str) -> str | None:
+    def being_indexed_note(self, collection: str, reader: str = "a search finds") -> str | None:
         """That a job is writing ``collection`` now, for a search that found nothing: a
         server's search during its own job's first batch returned no results and no note. (On
         the embedded store another process's job refuses the search, naming it; with a Qdrant
-        server, whose collections any process may read, the note says it of that job too.)"""
+        server, whose collections any process may read, the note says it of that job too.)
+        ``reader``: who reads only what the job wrote (a clustering of too few chunks says it:
+        "a clustering reads")."""
         from app.services.collections import effective_state
 
         try:
@@ -2175,7 +2177,7 @@ class SearchService:
             return None
         if not jobs:
             return None
-        return (f"collection {collection!r} is being indexed (job {jobs[0].id}): a search finds "
+        return (f"collection {collection!r} is being indexed (job {jobs[0].id}): {reader} "
                 "only what it has written so far")
 
     def filter_notes(self, collection: str, filters: Mapping[str, Any]) -> list[str]:

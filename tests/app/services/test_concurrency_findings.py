@@ -108,3 +108,33 @@ def test_a_search_during_this_process_own_job_that_finds_nothing_says_why(make_c
     # found (a word search's note, since 2026-12-01, for the API and LangChain too).
     after = SearchService(ctx).search(SearchRequest("zzzqqq", "docs", mode="lexical"))
     assert after.results == [] and after.note == "no indexed word of the query is in it"
+
+
+def test_a_clustering_of_a_collection_its_job_is_writing_says_why_it_has_too_few(make_ctx,
+                                                                               tmp_path) -> None:
+    """The UI's Cluster tab, picking the collection its Index tab's job was writing, said only
+    "clustering needs at least 2 texts, got 0" (the UI exploration of the fourth session of
+    2026-12-07); a search said the job, and the API only that nothing was indexed. Said in the
+    core now, for every edge, with ``param`` the collection."""
+    from app.errors import InvalidRequestError
+    from app.services.clustering import ClusterRequest, ClusterService
+    from app.services.indexing import IndexService, Progress
+
+    from .conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 40)
+    ctx = make_ctx()
+    refused: list[InvalidRequestError] = []
+
+    def during(progress: Progress) -> None:
+        if not refused and progress.chunks_written == 0 and (progress.stage or "").startswith("encoding"):
+            with pytest.raises(InvalidRequestError) as e:
+                ClusterService(ctx).cluster(ClusterRequest("topic", collection="docs"))
+            refused.append(e.value)
+
+    report = IndexService(ctx).index(tmp_path / "src", "docs", progress=during)
+    assert refused, "no progress before the first write"
+    assert str(refused[0]) == (f"clustering needs at least 2 texts, got 0: collection 'docs' is "
+                               f"being indexed (job {report.job_id}): a clustering reads only what "
+                               "it has written so far")
+    assert refused[0].param == "collection"
