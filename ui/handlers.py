@@ -59,6 +59,7 @@ from app.services.collections import (
     CollectionInfo,
     JobInfo,
     default_match,
+    kept_said,
 )
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse, served_note
@@ -115,16 +116,16 @@ GENERIC_EXAMPLES = [
 CLUSTER_STOPPED = ("Clustering stopped: nothing was kept. The server ends the work at its next "
                    "step (a batch of texts); press Cluster to run it again.")
 
-# What a stopped job's message says to do, in the page's words (the core's names a command line).
-RESUME_HINT = ("to go on, pick it as the stopped job on the Index tab and press Resume: what was "
-               "indexed is kept")
+# What a stopped job's message says to do, in the page's words (the core's names a command line),
+# with ``kept_said`` where the job wrote something.
+RESUME_HINT = "to go on, pick it as the stopped job on the Index tab and press Resume"
 # An upload job cancelled before it started whose files were taken back (``Facet.upload``, its
 # message says ``TAKEN_BACK``): Resume indexed the folder without them ("0 documents seen ...
 # nothing to index"). One a restart stopped while queued keeps its files, and is resumed.
 UPLOAD_AGAIN_HINT = "to index them, upload them again"
 NOT_HERE_HINT = ("this page cannot resume it (its files are not the collection's uploads or a "
                  "folder this page may index, or its embedder is not offered here); ask the "
-                 "operator to run it again: what was indexed is kept")
+                 "operator to run it again")
 
 
 def ui_error(error: FacetError) -> gr.Error:
@@ -1187,7 +1188,7 @@ class UiHandlers:
                 found[job.id] = Stopped(job, render.job_message(job, UPLOAD_AGAIN_HINT))
                 continue
             source, embedder = self._resume_target(job)
-            hint = RESUME_HINT if source is not None else NOT_HERE_HINT
+            hint = (RESUME_HINT if source is not None else NOT_HERE_HINT) + kept_said(job)
             found[job.id] = Stopped(job, render.job_message(job, hint), source, embedder)
         return found
 

@@ -953,6 +953,15 @@ def follow_hint(job_id: int) -> str:
             f"/jobs/{job_id}, or the UI's Collections tab)")
 
 
+def kept_said(job: Any) -> str:
+    """``": what was indexed is kept"``, ending a stopped job's resume hint where the job wrote
+    something (documents indexed, or chunks of a file it stopped within); ``""`` where it wrote
+    nothing: a job cancelled before its first batch said "nothing was written; ... press
+    Resume: what was indexed is kept" (the UI exploration of the fourth session of
+    2026-12-07). ``job``: a job row or a ``JobInfo``."""
+    return ": what was indexed is kept" if job.docs_indexed or job.chunks_written else ""
+
+
 def resume_command(job: md.IndexJob) -> str:
     """The `facet index` that goes on with ``job``: its source, collection, embedder and
     ``--text-column`` (the hint named no embedder, so following it after a second embedder's
@@ -1120,7 +1129,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """
     # A removal has no `facet index` that resumes it (`facet index 'remove: KEY'` exits 3).
     hint = (removal_rerun_hint(job) if is_removal(job) else
-            f"run `{resume_command(job)}` again to resume: what was indexed is kept")
+            f"run `{resume_command(job)}` again to resume{kept_said(job)}")
     if stopped_before_interrupted_existed(job):
         stopped = f"stopped (Ctrl-C) with {plural(job.docs_indexed, 'document')} indexed"
         later = _later_completed(job)

@@ -73,6 +73,7 @@ from app.services.collections import (
     follow_hint,
     is_removal,
     is_text,
+    kept_said,
     named_default,
     record_unrecorded_ends,
     remember_unrecorded_end,
@@ -2301,7 +2302,7 @@ class IndexService:
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     job.message = (f"stopped ({why}) with {plural(indexed, 'document')} "
                                    f"indexed; run `{resume}` (or submit the job) again to "
-                                   "resume: what was indexed is kept"
+                                   f"resume{kept_said(job)}"
                                    + (f"; {printable(report.stopped_within)} was stopped part-way "
                                       f"and {READ_AGAIN}" if report.stopped_within else ""))
                 else:
@@ -2502,7 +2503,7 @@ class IndexService:
             # the one statement it refused, not of the job: its batches so far are kept.
             message = message.removesuffix(NOTHING_CHANGED)
             message += (f"; run `{resume or resume_command(job)}` again once it is back to "
-                        "resume: what was indexed is kept")
+                        f"resume{kept_said(job)}")
         return message
 
     @staticmethod
@@ -3801,7 +3802,7 @@ class IndexService:
                     job.resumed_from = max(job.resumed_from or 0, old.id)
             else:  # another source or embedder: this job does not do its work
                 old.message = (f"its process ended without finishing; run `{resume_command(old)}` "
-                               "again to finish it: what was indexed is kept")
+                               f"again to finish it{kept_said(old)}")
         if not job.resumed_from and not is_removal(job):
             self._link_stopped_job(session, coll, job)
         if job.resumed_from:

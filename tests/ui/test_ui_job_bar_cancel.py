@@ -219,6 +219,15 @@ def test_a_cancelled_upload_job_is_offered_to_resume_on_the_page(minilm, tmp_pat
         _, jobs = handlers.collections()
         said = next(r for r in jobs if r[0] == cancelled.job_id)[-1]
         assert "index the same source again" not in said and "press Resume" in said, said
+        assert said.endswith("press Resume: what was indexed is kept"), said
+        # One that wrote nothing says nothing was kept (its bar said "nothing was written; ...
+        # press Resume: what was indexed is kept": the UI exploration of the fourth session of
+        # 2026-12-07).
+        import dataclasses
+
+        nothing = dataclasses.replace(facet.job(cancelled.job_id), docs_indexed=0, chunks_written=0)
+        hint = handlers._stopped_jobs([nothing])[cancelled.job_id].message or ""
+        assert hint.endswith("press Resume") and "is kept" not in hint, hint
         row, picker = handlers.stopped_jobs()
         assert row["visible"] and picker["value"] == cancelled.job_id
         resumed_id, *_ = handlers.resume_index(cancelled.job_id)

@@ -23,9 +23,11 @@ STOPPED = "UnavailableError: stopped before writing more: the disk of the data f
 REFUSED = "UnavailableError: refused before writing anything: the disk of the data folder "
 
 
-def _resumable(src: Path, name: str) -> str:
+def _resumable(src: Path, name: str, kept: bool = True) -> str:
+    """The resume hint; ``kept``: the job had indexed something ("what was indexed is kept" is
+    said only then, since the fourth session of 2026-12-07)."""
     return (f"; run `facet index {src} --collection {name} --embedder minilm --background` again "
-            "once it is back to resume: what was indexed is kept")
+            "once it is back to resume" + (": what was indexed is kept" if kept else ""))
 
 
 def _no_room(folder: Path) -> float:
@@ -87,7 +89,7 @@ def test_a_planner_on_a_full_disk_fails_the_job_before_making_its_store_collecti
     assert out["state"] == "failed", out
     job = facet.job(prepared.job_id)
     assert (job.state, job.chunks_total, job.docs_seen) == ("failed", 0, 0)
-    assert job.message.startswith(REFUSED) and job.message.endswith(_resumable(src, "room"))
+    assert job.message.startswith(REFUSED) and job.message.endswith(_resumable(src, "room", kept=False))
     assert sent == [] and not facet.context.store.collection_exists("room")  # nothing mapped
 
     monkeypatch.setattr(facet.context.settings, "min_free_mb", 0.0)
@@ -120,7 +122,7 @@ def test_a_real_worker_stops_its_chunks_on_a_full_data_disk(stack: Stack, minilm
         job = client.job(job_id)
         assert (job.state, job.docs_indexed, job.chunks_done) == ("failed", 0, 0), \
             (job, worker.text()[-3000:])
-        assert job.message.startswith(STOPPED) and job.message.endswith(_resumable(src, "room"))
+        assert job.message.startswith(STOPPED) and job.message.endswith(_resumable(src, "room", kept=False))
         text = worker.text()
         assert f"job {job_id} failed: {STOPPED}" in text and "Traceback" not in text, text[-3000:]
         # Room again, and the lease let go: the next run indexes it all.

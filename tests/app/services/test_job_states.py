@@ -330,8 +330,9 @@ def test_a_job_interrupted_on_a_full_disk_says_the_disk_is_full(tmp_path, monkey
     finally:
         get_settings.cache_clear()
     assert "is full" not in roomy, roomy
+    # (Nothing was indexed: "what was indexed is kept" is said only of a job that wrote something.)
     assert state == "interrupted" and (message or "").endswith(
-        f"again to resume: what was indexed is kept; the disk of the data folder {tmp_path} is full (0 "
+        f"again to resume; the disk of the data folder {tmp_path} is full (0 "
         "bytes free): free some space there (or point FACET_DATA_DIR at a disk with room) and try "
         "again"), message
 

@@ -82,7 +82,7 @@ def test_a_job_whose_id_was_handed_out_keeps_its_failed_row(make_ctx, tmp_path) 
     assert (job.id, job.state, job.docs_indexed) == (prepared.job_id, "failed", 0)
     assert job.when() == f"queued {job.queued_at}, never started"
     assert job.message.endswith(f"; run `facet index {tmp_path / 'src'} --collection room --embedder "
-                                "minilm` again once it is back to resume: what was indexed is kept")
+                                "minilm` again once it is back to resume")  # (nothing indexed to keep)
 
 
 def test_facet_index_refused_says_so_and_leaves_nothing(make_ctx, tmp_path) -> None:
