@@ -3941,6 +3941,11 @@ class IndexService:
             if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
                 shown[0] = now
                 job.message = stage
+                # The documents failed since the last batch (an empty or binary file of this
+                # one): their errors go out with this commit, so their count does too, as seen
+                # (the UI's bar said "0 failed" for minutes above a table listing two).
+                job.docs_seen += max(0, report.docs_failed - job.docs_failed)
+                job.docs_failed = max(job.docs_failed, report.docs_failed)
                 session.commit()
             if progress is not None:
                 progress(Progress(report.docs_seen - len(pending), max(total, report.docs_seen),

@@ -138,3 +138,34 @@ def test_a_clustering_of_a_collection_its_job_is_writing_says_why_it_has_too_few
                                f"being indexed (job {report.job_id}): a clustering reads only what "
                                "it has written so far")
     assert refused[0].param == "collection"
+
+
+def test_documents_failed_in_the_batch_being_encoded_are_counted_with_their_errors(make_ctx,
+                                                                                   tmp_path) -> None:
+    """The job row's errors went out with the encoding step's commit, its counts only with the
+    batch's end: the UI's bar read "0/13 documents seen, 0 failed" for minutes above an errors
+    table listing the empty and the binary file (the UI exploration of the fourth session of
+    2026-12-07)."""
+    from app.services.collections import CollectionService
+    from app.services.indexing import IndexService, Progress
+
+    from .conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 40)  # more chunks than one encode: its pieces are told
+    (tmp_path / "src" / "a-empty.txt").write_text("")
+    (tmp_path / "src" / "b-binary.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    ctx = make_ctx()
+    during: list = []
+
+    def read_row(progress: Progress) -> None:
+        if not during and (progress.stage or "").startswith("encoding"):
+            [job] = CollectionService(ctx).jobs("docs")  # what the API and the UI read
+            during.append(CollectionService(ctx).job(job.id))
+
+    report = IndexService(ctx).index(tmp_path / "src", "docs", progress=read_row)
+    assert during, "no encoding step"
+    job = during[0]
+    assert job.state == "running" and job.docs_indexed == 0, job
+    assert sorted(e["document"].rsplit("/", 1)[-1] for e in job.errors) == ["a-empty.txt", "b-binary.txt"]
+    assert (job.docs_failed, job.docs_seen) == (2, 2), job
+    assert (report.docs_failed, report.docs_indexed, report.docs_seen) == (2, 40, 42)
