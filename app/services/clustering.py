@@ -1875,7 +1875,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 label = None if label_at is None else checked_label(
                     r[label_at] if len(r) > label_at else "", f"{where}: row {line_no} (the header is row 1)")
                 records.append((r[column], label))
-            elif any(cell.strip() for cell in r):  # (a wholly empty row is no record)
+            elif r:  # (an empty line is no record; a line of spaces is one, of a blank text)
                 blank.append(f"row {line_no}")
         _note_blank(where, blank)
         return records

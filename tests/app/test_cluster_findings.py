@@ -250,6 +250,14 @@ def test_records_with_a_blank_text_are_said_to_be_skipped(tmp_path, caplog):
     assert (f"{path}: 1 record with a blank text skipped (row 4); the texts are numbered without it"
             in caplog.text), caplog.text
     caplog.clear()
+    # A one-column csv's record of spaces is one too (it was taken for an empty line, unsaid:
+    # the UI exploration of the fourth session of 2026-12-07); an empty line is none.
+    one = tmp_path / "one.csv"
+    one.write_text("text\nfirst\n   \n\nsecond\n")
+    with caplog.at_level("WARNING", logger="app.services.clustering"):
+        assert read_text_file(one) == ["first", "second"]
+    assert f"{one}: 1 record with a blank text skipped (row 3)" in caplog.text, caplog.text
+    caplog.clear()
     lines = tmp_path / "t.jsonl"
     lines.write_text('{"text": "a"}\n{"text": " "}\n\n{"text": "b"}\n{"text": ""}\n')
     with caplog.at_level("WARNING", logger="app.services.clustering"):
