@@ -271,6 +271,9 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     adapter: dict[str, torch.Tensor] = {}
     out_rank = 0
     exact_rank = sum(ranks)
+    if rank is not None and not exact_rank:  # (it was ignored without a word)
+        raise ValueError(f"rank {rank} is the rank of the averaged LoRA adapter, and these "
+                         "checkpoints have none (r=0): leave --rank out")
     if rank is not None and exact_rank and rank > exact_rank:
         # Past the exact average's rank it only padded zero directions: a 101 MB adapter at
         # --rank 500 with rank 16's vectors, and a huge rank ran for minutes on gigabytes.
@@ -323,6 +326,13 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         # Same adapter but other heads is no duplicate (the warning said it was).
         duplicates = [[i, j] for i, j in duplicates
                       if all(torch.equal(head_states[i][k], head_states[j][k]) for k in head_states[i])]
+    if not adapter and not heads:
+        # A plugin method's checkpoints, whose weights are files of its own: a soup of their
+        # configs alone was written, "100% of the exact average's energy kept", its weights lost.
+        raise InvalidInputError(f"nothing to average: the checkpoints hold no LoRA adapter "
+                                f"({ADAPTER_FILE}) and no heads ({HEADS_FILE}), the weights a soup "
+                                "averages; a method that keeps its weights in other files cannot "
+                                "be souped")
     # Each ingredient paired with the first earlier one it duplicates (of adapter and heads: a
     # first match of adapter alone, then dropped for its heads, hid a later true duplicate).
     firsts: dict[int, int] = {}

@@ -326,3 +326,27 @@ def test_same_backbone(tmp_path, monkeypatch) -> None:
         (f"{cut}/", cut, True), ("/a/cut", "/a/./cut", True), ("/a/cut", "/b/cut", False), ("x", "x", True),
     ]:
         assert same_backbone(a, b) is same and same_backbone(b, a) is same, (a, b, same)
+
+
+def test_checkpoints_with_no_adapter_or_heads_are_refused_not_souped_to_a_config(tmp_path):
+    """A plugin method's checkpoints (``register_method``, weights in files of its own): the
+    soup wrote their config alone and said "100% of the exact average's energy kept", and a
+    ``--rank`` was ignored (the training CLI exploration of the fourth session of 2026-12-07).
+    Its config is all a soup reads of such a method here: no model loads."""
+    import numpy as np
+
+    folders = []
+    for name, value in (("one", 1.0), ("two", 0.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "facet_config.json").write_text(json.dumps(
+            {"format_version": 1, "method": "hashm", "name": "hashm", "config": {}}))
+        np.save(folder / "weights.npy", np.full(4, value))
+        folders.append(folder)
+    with pytest.raises(InvalidInputError, match=r"^nothing to average: the checkpoints hold no LoRA "
+                                                r"adapter \(adapter\.safetensors\) and no heads"):
+        make_soup(folders, tmp_path / "soup")
+    with pytest.raises(ValueError, match=r"^rank 2 is the rank of the averaged LoRA adapter, and "
+                                         r"these checkpoints have none \(r=0\)"):
+        make_soup(folders, tmp_path / "soup", rank=2)
+    assert not (tmp_path / "soup").exists()
