@@ -1238,9 +1238,14 @@ def _unknown(spec: object) -> UnknownEmbedderError | CheckpointError:
     failed = plugin_failures()
     unseen = (f" (this user may not look into the current folder {_cwd()}, so no folder there "
               "could be found)" if _bare(spec) and _cwd_unreadable() else "")
+    # Options whose bracket is not closed (a shell's line cut, a typo) were read as part of a
+    # name: "unknown embedder 'gircse[soft_tokens=10'" named no cause.
+    opened = spec.rfind("[")
+    unclosed = (f" (its '[' is not closed: options go in one pair of brackets, "
+                f"{spec[:opened]}[key=value])" if opened > 0 and "]" not in spec[opened:] else "")
     return UnknownEmbedderError(
-        f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}"
-        f"{unseen}. Valid names: {', '.join(embedder_names())}{missing}{failed}")
+        f"unknown embedder {spec!r}{unclosed}: not a registered name and not a directory with "
+        f"{CONFIG_FILE}{unseen}. Valid names: {', '.join(embedder_names())}{missing}{failed}")
 
 
 def saved_name(name_or_path: str) -> str | None:

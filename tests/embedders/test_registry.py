@@ -30,6 +30,12 @@ def test_unknown_name_lists_valid_ones():
     for name in ("minilm", "backbone-mean", "backbone-prompteol"):
         assert name in message
     assert "no checkpoints folder" not in message  # the checkout's checkpoints/ is there
+    # Options whose bracket is not closed: said (it was "unknown embedder" with no cause; the
+    # training CLI exploration of the fourth session of 2026-12-07).
+    with pytest.raises(UnknownEmbedderError, match=r"^unknown embedder 'gircse\[soft_tokens=10' \(its "
+                                                   r"'\[' is not closed: options go in one pair of "
+                                                   r"brackets, gircse\[key=value\]\)"):
+        load_embedder("gircse[soft_tokens=10")
 
 
 def test_unknown_name_without_a_checkpoints_folder_says_how_to_name_them(tmp_path):
