@@ -54,9 +54,11 @@ def register(cli: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(
             help="random seed of the fresh LoRA and head weights and of the training data's order "
                  "and sampling (0 to 2**32 - 1)")] = 0,
-        tasks: Annotated[str, typer.Option(
-            help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (default: the method's mix)")]
-            = "",
+        tasks: Annotated[str | None, typer.Option(
+            help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (snli half the "
+                 "batches, stsb a fifth, scifact the rest; without weights, by sqrt(size); default: "
+                 "the method's mix)")]
+            = None,
         max_length: Annotated[int | None, typer.Option(
             help=f"token budget per text (default {DEFAULT_MAX_LENGTH}; with --init-from, the checkpoint's)")]
             = None,
@@ -198,6 +200,10 @@ def register(cli: typer.Typer) -> None:
         if eval_every_min is not None and not dev:  # (it was ignored without a word)
             raise InvalidRequestError("--eval-every-min times the dev evaluations, and --no-dev runs none; "
                                       "to save every N steps without them use --eval-every N")
+        if tasks is not None and not tasks.strip():  # (an unset variable: it trained the default mix)
+            raise InvalidRequestError("--tasks is empty: name the training sources, or leave the "
+                                      "option out for the method's mix")
+        tasks = tasks or ""
         _check_tasks(spec, tasks)
         settings = get_settings()
         root = Path(data_dir or settings.shared_data_dir)

@@ -278,27 +278,34 @@ DEFAULT_TASKS = tuple(DEFAULT_MIX)
 
 
 def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str, float] | None:
-    """``"snli:0.5,stsb:0.2,scifact"`` -> weights per source; a name without a weight gets
-    sqrt(size) later (None is returned for an empty spec: use the default mix).
+    """``"snli:0.5,stsb:0.2,scifact"`` -> weights per source; a name without a weight is 0.0
+    here, and shares what the weights leave by sqrt(size) once loaded (``mix_weights``). None
+    for an empty spec: use the default mix.
 
     Args:
         valid: the known source names (default: the contrastive pair sources).
 
     Raises:
-        ValueError: an unknown source or a weight that is not a positive number.
+        ValueError: an unknown source, one named twice, an empty item (``"snli,"``), a weight
+            that is not a positive number, or weights that leave nothing to the sources given
+            without one (summing to 1 or more: ``"snli:0.5,stsb:0.5,scifact"``).
     """
     valid = LOADERS if valid is None else valid
-    items = [part.strip() for part in spec.split(",") if part.strip()]
-    if not items:
+    if not spec.strip():
         return None
+    items = [part.strip() for part in spec.split(",")]
+    if "" in items:  # (a trailing comma, or an unset variable between two: "snli,,stsb")
+        raise ValueError(f"an empty source in {spec!r}: give each source once, between commas")
     mix: dict[str, float] = {}
     for item in items:
         name, sep, weight = item.partition(":")
         name = name.strip()
         if name not in valid:
             raise ValueError(f"unknown training source {name!r}; valid: {', '.join(valid)}")
+        if name in mix:  # the last weight won without a word ("snli:0.9,stsb:0.1,snli:0.01")
+            raise ValueError(f"source {name!r} is given twice; give each source once")
         if not sep:
-            mix[name] = 0.0  # weight by sqrt(size) once the source is loaded
+            mix[name] = 0.0  # a share of what the weights leave, by sqrt(size) (``mix_weights``)
             continue
         try:
             value = float(weight)
@@ -307,9 +314,37 @@ def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str,
         if not (math.isfinite(value) and value > 0):  # nan passed `<= 0`, then failed the first batch
             raise ValueError(f"weight of {name!r} must be a positive finite number, got {weight.strip()!r}")
         mix[name] = value
-    if not math.isfinite(sum(mix.values())):
+    given = sum(mix.values())
+    if not math.isfinite(given):
         raise ValueError("the --tasks weights add up past the largest number; give smaller ones")
+    unweighted = [name for name, weight in mix.items() if not weight]
+    if unweighted and given and given >= 1:
+        raise ValueError(
+            f"the weights add up to {given:g}, leaving no share of the batches to "
+            f"{', '.join(map(repr, unweighted))}: with sources given without a weight, the weights "
+            "are shares of the batches (under 1 in all; those without one share the rest by "
+            "sqrt(size)); or give every source a weight")
     return mix
+
+
+def mix_weights(mix: Mapping[str, float], sizes: Mapping[str, int]) -> dict[str, float]:
+    """Each source's share of the batches: where every source has a weight (or none has), the
+    weights (else sqrt(size)) relative to their sum; where some have one, those are shares
+    (``parse_mix`` keeps them under 1 in all) and the others share the rest by sqrt(size).
+    Until the fourth session of 2026-12-07 a source without a weight weighed sqrt(size) beside
+    fractions: ``snli:0.5,stsb:0.2,scifact`` (the help's example) gave scifact 97% of the
+    batches and snli 1.8%."""
+    roots = {t: n ** 0.5 for t, n in sizes.items()}
+    given = {t: w for t, w in mix.items() if w and t in sizes}
+    rest = [t for t in sizes if t not in given]
+    if not given or not rest:
+        weights = {t: given.get(t) or roots[t] for t in sizes}
+    else:
+        left = max(0.0, 1.0 - sum(mix[t] for t in mix if mix[t]))
+        spread = sum(roots[t] for t in rest)
+        weights = {**given, **{t: left * roots[t] / spread for t in rest}}
+    total = sum(weights.values())
+    return {t: w / total for t, w in weights.items()}
 
 
 def build_pairs(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) -> dict[str, list[Pair]]:
@@ -345,10 +380,10 @@ def load_sources(loaders: Mapping[str, Callable[[Path], list[T]]], data_dir: str
 class BatchSampler:
     """Draws single-task batches, deterministically for a seed.
 
-    A task is drawn with probability proportional to its weight in ``mix`` (or to
-    sqrt(size) for tasks without one), then pairs without replacement, reshuffled each
-    pass over that task. A batch never holds the same text twice (as query, positive or
-    negative: a repeated text is a false negative for itself) nor two pairs with one label.
+    A task is drawn with probability its share of ``mix`` (``mix_weights``), then pairs
+    without replacement, reshuffled each pass over that task. A batch never holds the same
+    text twice (as query, positive or negative: a repeated text is a false negative for
+    itself) nor two pairs with one label.
     """
 
     def __init__(self, pairs: dict[str, list[Pair]], batch_size: int, seed: int = 0,
@@ -363,8 +398,8 @@ class BatchSampler:
         self.batch_size = batch_size
         self.rng = random.Random(seed)
         self.tasks = sorted(self.pairs)
-        weights = dict(mix or {})
-        self.weights = [weights.get(t) or len(self.pairs[t]) ** 0.5 for t in self.tasks]
+        shares = mix_weights(mix or {}, {t: len(self.pairs[t]) for t in self.tasks})
+        self.weights = [shares[t] for t in self.tasks]
         self._queues: dict[str, list[Pair]] = {t: [] for t in self.tasks}
 
     def shares(self) -> dict[str, float]:

@@ -30,7 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedders.training.data import _jsonl, _truncate_words, banking77_train, emotion_train, load_sources
+from embedders.training.data import (
+    _jsonl,
+    _truncate_words,
+    banking77_train,
+    emotion_train,
+    load_sources,
+    mix_weights,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -362,10 +369,10 @@ def keep_units(triples: list[Triple], task: str, keep: Callable[[Triple], bool])
 
 
 class TripleSampler:
-    """Single-task batches: a task with probability proportional to its weight in ``mix``
-    (sqrt(size) without one), then triples without replacement, reshuffled per pass; the
-    units of a paired source (``UNIT_SIZES``: a text's views, or a steer quad) always share a batch.
-    Deterministic for a seed."""
+    """Single-task batches: a task with probability its share of ``mix`` (``mix_weights``),
+    then triples without replacement, reshuffled per pass; the units of a paired source
+    (``UNIT_SIZES``: a text's views, or a steer quad) always share a batch. Deterministic for
+    a seed."""
 
     def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0,
                  mix: dict[str, float] | None = None) -> None:
@@ -377,8 +384,8 @@ class TripleSampler:
         self.batch_size = batch_size
         self.rng = random.Random(seed)
         self.tasks = sorted(self.triples)
-        weights = mix or {}
-        self.weights = [weights.get(t) or len(self.triples[t]) ** 0.5 for t in self.tasks]
+        shares = mix_weights(mix or {}, {t: len(self.triples[t]) for t in self.tasks})
+        self.weights = [shares[t] for t in self.tasks]
         self._units = {t: _units(v, UNIT_SIZES.get(t, 1)) for t, v in self.triples.items()}
         self._queues: dict[str, list[list[Triple]]] = {t: [] for t in self.tasks}
 

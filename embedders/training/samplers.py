@@ -37,9 +37,9 @@ def pair_sampler(root: Path, tasks: str, batch_size: int, seed: int,
 def triple_sampler(root: Path, tasks: str, batch_size: int, seed: int,
                    keep: Callable[[Any], bool] | None = None) -> tuple[Any, dict[str, Any]]:
     """(input, instruction, answer) triples: every source (weighted by sqrt(size)), or ``tasks``
-    ("c3,banking77:2"). ``keep``: the triples the model can read; a sampling unit (a text's
-    views, a steer quad) with one it cannot is left out whole, and ``"left_out"`` counts them
-    by source."""
+    ("c3,banking77:0.5": banking77 half the batches). ``keep``: the triples the model can
+    read; a sampling unit (a text's views, a steer quad) with one it cannot is left out whole,
+    and ``"left_out"`` counts them by source."""
     from embedders.training.data import parse_mix
     from embedders.training.instruct_data import DEFAULT_TASKS, TripleSampler, build_triples, keep_units
 

@@ -371,6 +371,13 @@ def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_pa
     (["--tasks", "snli:1e309"], "--tasks: weight of 'snli' must be a positive finite number, got '1e309'"),
     (["--tasks", "snli:1e308,stsb:1e308"], "--tasks: the --tasks weights add up past the largest number"),
     (["--tasks", "nope"], "--tasks: unknown training source 'nope'"),
+    # An unset variable (it trained the default mix), a source twice (the last weight won),
+    # weights leaving nothing to an unweighted source (the fourth session of 2026-12-07).
+    (["--tasks", ""], "--tasks is empty: name the training sources"),
+    (["--tasks", " "], "--tasks is empty: name the training sources"),
+    (["--tasks", "snli:0.9,stsb:0.1,snli:0.01"], "--tasks: source 'snli' is given twice"),
+    (["--tasks", "snli,"], "--tasks: an empty source in 'snli,'"),
+    (["--tasks", "snli:0.5,stsb:0.5,scifact"], "--tasks: the weights add up to 1, leaving no share"),
     (["--eval-every-min", "5", "--no-dev"], "--eval-every-min times the dev evaluations, and --no-dev runs none"),
     (["--lora-layers", "20-10"], "--lora-layers must be 'all' or 'A-B' with 0 <= A <= B, got '20-10'"),
 ])

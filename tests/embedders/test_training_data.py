@@ -30,6 +30,33 @@ def test_parse_mix():
         parse_mix("snli:0")
     with pytest.raises(ValueError, match="must be a number"):
         parse_mix("snli:x")
+    # A source twice (the last weight won, unsaid: 90% asked, 9% trained), an empty item (an
+    # unset variable between commas), weights that leave nothing to the unweighted ones: refused
+    # (the training CLI exploration of the fourth session of 2026-12-07).
+    with pytest.raises(ValueError, match="source 'snli' is given twice"):
+        parse_mix("snli:0.9,stsb:0.1,snli:0.01")
+    for spec in ("snli,", ",snli", "snli,,stsb"):
+        with pytest.raises(ValueError, match="an empty source in"):
+            parse_mix(spec)
+    with pytest.raises(ValueError, match=r"the weights add up to 1\.2, leaving no share of the batches "
+                                         "to 'scifact'"):
+        parse_mix("snli:0.7,stsb:0.5,scifact")
+    assert parse_mix("snli:2,stsb:1") == {"snli": 2.0, "stsb": 1.0}  # all weighted: relative
+
+
+def test_sources_without_a_weight_share_what_the_weights_leave():
+    """The help's own example, ``snli:0.5,stsb:0.2,scifact``: scifact, unweighted, weighed
+    sqrt(size) (~27) beside the fractions and took 97% of the batches, snli 1.8%."""
+    from embedders.training.data import mix_weights
+
+    shares = mix_weights(parse_mix("snli:0.5,stsb:0.2,scifact"),
+                         {"snli": 100_000, "stsb": 5_700, "scifact": 800})
+    assert shares == pytest.approx({"snli": 0.5, "stsb": 0.2, "scifact": 0.3})
+    shares = mix_weights(parse_mix("snli:0.4,stsb,scifact"), {"snli": 1_000, "stsb": 900, "scifact": 100})
+    assert shares == pytest.approx({"snli": 0.4, "stsb": 0.6 * 30 / 40, "scifact": 0.6 * 10 / 40})
+    # None weighted: by sqrt(size); all weighted: relative to their sum (as before).
+    assert mix_weights({"a": 0.0, "b": 0.0}, {"a": 100, "b": 400}) == pytest.approx({"a": 1 / 3, "b": 2 / 3})
+    assert mix_weights({"a": 3.0, "b": 1.0}, {"a": 100, "b": 400}) == pytest.approx({"a": 0.75, "b": 0.25})
 
 
 def test_sampler_follows_the_mix_and_never_repeats_a_text_in_a_batch():
