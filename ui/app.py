@@ -402,12 +402,15 @@ def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str,
 
 # After a refresh of the pickers' choices (``UiHandlers.picker_choices``): each value as the
 # page has it now, a pick made while the refresh ran included, kept while it is among the
-# choices (any typed name in the Index tab's, a new collection's), else the first choice.
+# choices (any typed name in the Index tab's, a new collection's); a picker with none picked
+# takes the first choice, and one whose collection is gone (deleted from another page) is
+# emptied: it took the first choice, and the next search ran on another collection unsaid
+# (the UI exploration of the fourth session of 2026-12-07).
 KEEP_PICKS_JS = """(search, compare, cluster, index, remove, documents, lists) => {
   if (!lists || !Array.isArray(lists.collections) || !Array.isArray(lists.deletable))
     return [search, compare, cluster, index, remove, documents];  // (no lists read: as they are)
   const names = lists.collections, deletable = lists.deletable;
-  const keep = (value, among) => among.includes(value) ? value : (among[0] ?? null);
+  const keep = (value, among) => among.includes(value) ? value : (value ? null : (among[0] ?? null));
   return [keep(search, names), keep(compare, names), keep(cluster, names),
           index || (names[0] ?? null), keep(remove, deletable), keep(documents, names)];
 }"""

@@ -512,15 +512,16 @@ class UiHandlers:
     def refresh_pickers(self, search_value: str | None, compare_value: str | None,
                         cluster_value: str | None, index_value: str | None,
                         delete_value: str | None) -> tuple[Any, Any, Any, Any, Any, Any]:
-        """Updates for the collection pickers (keeping each selection while it exists) and the
-        folder picker."""
+        """Updates for the collection pickers (keeping each selection while it exists; one
+        whose collection is gone emptied, as ``KEEP_PICKS_JS`` empties it; none picked: the
+        first choice) and the folder picker."""
         p = self.pickers()
 
         def keep(value: str | None, custom: bool = False, names: list[str] | None = None) -> Any:
             names = p.collections if names is None else names
             if value in names or (custom and value):
                 return gr.update(choices=names, value=value)
-            return gr.update(choices=names, value=names[0] if names else None)
+            return gr.update(choices=names, value=None if value else names[0] if names else None)
 
         return (keep(search_value), keep(compare_value), keep(cluster_value),
                 keep(index_value, custom=True),

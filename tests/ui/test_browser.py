@@ -273,6 +273,11 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
     from playwright.sync_api import expect
 
     expect(page.locator("#search-button")).to_be_enabled()
+    # The picker is emptied, not moved to another collection unsaid (the next search ran on
+    # the first collection listed: the UI exploration of the fourth session of 2026-12-07).
+    page.wait_for_function("(document.querySelector('#search-collection input') || {}).value === ''")
+    page.click("#search-button")
+    assert "Pick a collection first" in toast_text(page)
     for what, text in messages.items():
         print(f"{what}: {text}")
 
