@@ -1378,11 +1378,16 @@ class Facet:
 
         Raises:
             NotFoundError: the source does not exist.
-            InvalidRequestError: a single file of an unsupported type.
+            DataError: a single file of an unsupported type, as ``submit_index`` refuses it
+                (it was an ``InvalidRequestError`` here, a 400 beside the job's 422).
         """
+        from indexer.errors import UnsupportedSourceError
         from indexer.parsing import discover
 
-        return estimate_documents(discover(Path(source), (self.settings.data_dir,)))
+        try:
+            return estimate_documents(discover(Path(source), (self.settings.data_dir,)))
+        except UnsupportedSourceError as e:
+            raise DataError(str(e), param="source") from e
 
     def allowed_models(self) -> list[str]:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""

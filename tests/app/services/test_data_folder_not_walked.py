@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from indexer.parsing import discover, discover_files
 
 
@@ -22,6 +24,15 @@ def test_a_source_holding_the_data_folder_is_indexed_without_it(facet, tmp_path:
     upload.mkdir(parents=True, exist_ok=True)
     (upload / "staged.txt").write_text("a staged upload")
     assert facet.estimate_documents(tmp_path) == 2
+    # A file of a type no parser reads: a DataError, as submit_index (POST /jobs: 422) says it;
+    # it was an InvalidRequestError here (the API exploration of the fourth session of 2026-12-07).
+    (tmp_path / "photo.xyz").write_text("x")
+    from app.errors import DataError
+
+    with pytest.raises(DataError, match=r"unsupported file type '\.xyz'") as refused:
+        facet.estimate_documents(tmp_path / "photo.xyz")
+    assert refused.value.param == "source"
+    (tmp_path / "photo.xyz").unlink()
     report = facet.index(tmp_path, "whole")
     assert (report.docs_indexed, report.docs_failed) == (2, 0), report
     assert facet.collection("whole").documents == 2
