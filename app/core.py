@@ -305,6 +305,8 @@ class Embeddings:
             for an embedder registered as reading none (its vectors are the same under any),
             as a search's ``instruction_read`` says; ``note`` then says so.
         note: what the vectors cannot show (the instruction not read), else None.
+        cut: how many texts were longer than the embedder reads (its ``max_length`` less the
+            prompt and instruction): only their start is in their vectors (``count_cut``).
     """
 
     embedder: str
@@ -315,6 +317,7 @@ class Embeddings:
     tokens: int
     instruction_read: bool | None = None
     note: str | None = None
+    cut: int = 0
 
 
 def _check_dimensions(model: Embedder, dimensions: int | None) -> None:
@@ -333,14 +336,15 @@ def _check_dimensions(model: Embedder, dimensions: int | None) -> None:
 
 
 def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
-                vectors: np.ndarray, tokens: int) -> Embeddings:
+                vectors: np.ndarray, tokens: int, cut: int = 0) -> Embeddings:
     """``Embeddings`` of ``model`` (loaded from ``spec``), saying whether it read ``instruction``
     (search's ``instruction_read`` and note: an embedder registered as reading none)."""
     rendered = _rendered(model, instruction)
     read = None if validate_instruction(instruction) is None else reads_instruction(spec)
     note = None if read is not False else (f"the instruction was not read: {spec} reads no "
                                            "instruction (its vectors are the same under any)")
-    return Embeddings(model.name, int(model.dim), role.value, rendered, vectors, tokens, read, note)
+    return Embeddings(model.name, int(model.dim), role.value, rendered, vectors, tokens, read,
+                      note, cut)
 
 
 def _rendered(model: Embedder, instruction: str | None) -> str | None:
@@ -705,7 +709,8 @@ class Facet:
             model = self.embedder_cache.get(name)
             _check_dimensions(model, dimensions)
             vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
-        return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts))
+        return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts),
+                           self.count_cut(model, texts, role_, instruction))
 
     async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
                      role: Role | str = Role.DOCUMENT, instruction: str | None = None,
@@ -733,9 +738,31 @@ class Facet:
                 vectors = await asyncio.wrap_future(self.encoder.submit(
                     texts, embedder=name, role=role_, instruction=instruction))
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
-            tokens = (self.count_tokens(model, texts) if len(texts) <= 64 else
-                      await asyncio.to_thread(self.count_tokens, model, texts))
-        return _embeddings(model, name, role_, instruction, vectors, tokens)
+            if len(texts) <= 64:
+                tokens, cut = (self.count_tokens(model, texts),
+                               self.count_cut(model, texts, role_, instruction))
+            else:
+                tokens, cut = await asyncio.to_thread(
+                    lambda: (self.count_tokens(model, texts),
+                             self.count_cut(model, texts, role_, instruction)))
+        return _embeddings(model, name, role_, instruction, vectors, tokens, cut)
+
+    @staticmethod
+    def count_cut(model: Embedder, texts: Sequence[str], role: Role | str = Role.DOCUMENT,
+                  instruction: str | None = None) -> int:
+        """How many of ``texts`` are longer than ``model`` reads under ``role`` and
+        ``instruction`` (its ``max_length`` less the prompt's and the instruction's tokens):
+        only their start is in their vectors. ``/v1/embeddings`` says it in a header (only the
+        server's log said it). 0 for a model without Facet's prompt reader (a plugin's), which
+        says nothing of what it cuts."""
+        from embedders.base import PromptTokenizer  # (torch: loaded with the model already)
+
+        reader = getattr(model, "_tokenize", None)
+        if not isinstance(reader, PromptTokenizer) or not texts:
+            return 0
+        budget = reader.text_budget(Role(role), _rendered(model, instruction))
+        read = reader.text_reading or (lambda text: text)
+        return sum(reader.text_tokens(read(t), budget + 1) > budget for t in texts)
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

@@ -405,6 +405,10 @@ def cors(app: FastAPI, origins: Sequence[str]) -> None:
 UI_HEADERS = ("X-Gradio-User", "X-Gradio-History-Bucket")
 
 
+# ``POST /v1/embeddings``: how many inputs were longer than the model reads (``Facet.count_cut``).
+CUT_HEADER = "X-Facet-Inputs-Cut"
+
+
 def cors_options(origins: Sequence[str]) -> dict[str, Any]:
     """Starlette ``CORSMiddleware``'s options for ``origins`` (``FACET_CORS_ORIGINS``): the
     API's, and the UI's (``ui.app.page_cors``) with the same rule."""
@@ -412,7 +416,7 @@ def cors_options(origins: Sequence[str]) -> dict[str, Any]:
             "allow_methods": ["GET", "POST", "DELETE"],
             "allow_headers": ["Authorization", "Content-Type", *UI_HEADERS],
             "expose_headers": ["Retry-After", "Location", "Link", "X-Facet-Jobs-Not-Shown",
-                               "X-Facet-Documents-Not-Shown"], "max_age": 600}
+                               "X-Facet-Documents-Not-Shown", CUT_HEADER], "max_age": 600}
 
 
 def check_api_models(models: Sequence[str] | None) -> None:
@@ -1099,7 +1103,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return model_info(model)
 
     @app.post("/v1/embeddings", dependencies=auth, response_model=EmbeddingsResponse,
-              responses=fails(*with_body, *encoding), operation_id="createEmbeddings", tags=openai)
+              responses=fails(*with_body, *encoding) | {200: {"headers": {
+                  CUT_HEADER: {"description": "only where some were: how many inputs were longer "
+                                              "than the model reads, each embedded from its start",
+                               "schema": {"type": "integer"}}}}},
+              operation_id="createEmbeddings", tags=openai)
     async def embeddings(body: EmbeddingsBody, facet: FacetDep, request: Request) -> Response:
         """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document).
 
@@ -1124,8 +1132,12 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             data.append({"object": "embedding", "index": i, "embedding": embedding})
         # The model as requested (an id of GET /v1/models, options included), as OpenAI echoes
         # it: the canonical name alone hid which variant answered.
+        # How many inputs were cut at the model's budget, where any were: OpenAI refuses such a
+        # text, Facet embeds its start, and only the server's log said so.
+        cut = {CUT_HEADER: str(result.cut)} if result.cut else None
         return _json({"object": "list", "data": data, "model": body.model or result.embedder,
-                      "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}})
+                      "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}},
+                     headers=cut)
 
     # A collection: unknown (404), or written by another process or embedder version (409).
     @app.post("/search", dependencies=auth, response_model=SearchAnswer,

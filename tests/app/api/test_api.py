@@ -47,6 +47,31 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
                                atol=1e-6)
 
 
+def test_inputs_cut_at_the_models_budget_are_counted_in_a_header(client, minilm) -> None:
+    """A text longer than the model reads is embedded from its start (OpenAI refuses one); only
+    the server's log said so (closing note of the third session of 2026-12-07). The header
+    counts them as the encoder's own reading cuts them, under the instruction too."""
+    from embedders.contract import Role
+
+    budget = minilm._tokenize.text_budget(Role.DOCUMENT, None)
+    fits, long = "word " * (budget - 10), "word " * (budget + 40)
+    instruction = "Represent the topic of this text for retrieving similar news articles"
+    for texts, extra, want in (([fits, long, "short"], {}, 1),
+                               ([fits], {"instruction": instruction}, 1),  # the instruction's room
+                               (["short", fits], {}, 0)):
+        r = client.post("/v1/embeddings", json={"input": texts, "model": "minilm", **extra})
+        assert r.status_code == 200, r.text
+        # As many as the encoder's own reading cuts.
+        assert minilm._tokenize(texts, Role.DOCUMENT, extra.get("instruction")).truncated == want
+        assert r.headers.get("x-facet-inputs-cut") == (str(want) if want else None), (texts, r.headers)
+    # In the OpenAPI document, and exposed to a browser's script (CORS).
+    spec = client.get("/openapi.json").json()["paths"]["/v1/embeddings"]["post"]["responses"]["200"]
+    assert "X-Facet-Inputs-Cut" in spec["headers"], spec
+    from app.api.server import cors_options
+
+    assert "X-Facet-Inputs-Cut" in cors_options(["https://app.example"])["expose_headers"]
+
+
 @pytest.mark.parametrize(("body", "status", "fragment"), [
     ({"input": [], "model": "minilm"}, 400, "input is empty"),
     ({"input": "", "model": "minilm"}, 400, "input is empty; every input must contain text"),
