@@ -1025,8 +1025,9 @@ class ClusterService:
             where = ("put them in the search request (its filters, and its number of results "
                      "for how many)" if request.search is not None else "send only the texts to cluster")
             verb = "applies" if given == ["limit"] else "apply"
-            raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}",
-                                      param=given[0])
+            # (No param: the option and the source conflict, and which to change is the
+            # caller's choice, tests/app/api/test_api_error_params.py.)
+            raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}")
         if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
                                       f"got {request.k}", param="k")
