@@ -314,11 +314,11 @@ def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str,
         if not (math.isfinite(value) and value > 0):  # nan passed `<= 0`, then failed the first batch
             raise ValueError(f"weight of {name!r} must be a positive finite number, got {weight.strip()!r}")
         mix[name] = value
-    given = sum(mix.values())
+    given = math.fsum(mix.values())  # (exact: 0.6 + 0.3 + 0.1 summed in order is 0.9999999999999999)
     if not math.isfinite(given):
         raise ValueError("the --tasks weights add up past the largest number; give smaller ones")
     unweighted = [name for name, weight in mix.items() if not weight]
-    if unweighted and given and given >= 1:
+    if unweighted and given and given >= 1 - 1e-9:
         raise ValueError(
             f"the weights add up to {given:g}, leaving no share of the batches to "
             f"{', '.join(map(repr, unweighted))}: with sources given without a weight, the weights "
@@ -340,7 +340,7 @@ def mix_weights(mix: Mapping[str, float], sizes: Mapping[str, int]) -> dict[str,
     if not given or not rest:
         weights = {t: given.get(t) or roots[t] for t in sizes}
     else:
-        left = max(0.0, 1.0 - sum(mix[t] for t in mix if mix[t]))
+        left = max(0.0, 1.0 - math.fsum(mix[t] for t in mix if mix[t]))
         spread = sum(roots[t] for t in rest)
         weights = {**given, **{t: left * roots[t] / spread for t in rest}}
     total = sum(weights.values())

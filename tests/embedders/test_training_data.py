@@ -41,6 +41,11 @@ def test_parse_mix():
     with pytest.raises(ValueError, match=r"the weights add up to 1\.2, leaving no share of the batches "
                                          "to 'scifact'"):
         parse_mix("snli:0.7,stsb:0.5,scifact")
+    # Whatever order the weights add up in (0.6 + 0.3 + 0.1 is 0.9999999999999999 in floats: the
+    # unweighted source was accepted with 1e-16 of the batches; the verification round).
+    for spec in ("snli:0.6,stsb:0.3,sick:0.1,scifact", "snli:0.1,stsb:0.2,sick:0.7,scifact"):
+        with pytest.raises(ValueError, match=r"the weights add up to 1, leaving no share"):
+            parse_mix(spec)
     assert parse_mix("snli:2,stsb:1") == {"snli": 2.0, "stsb": 1.0}  # all weighted: relative
 
 
