@@ -1876,7 +1876,10 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 label = None if label_at is None else checked_label(
                     r[label_at] if len(r) > label_at else "", f"{where}: row {line_no} (the header is row 1)")
                 records.append((r[column], label))
-            elif r:  # (an empty line is no record; a line of spaces is one, of a blank text)
+            elif len(r) == 1 or any(cell.strip() for cell in r):
+                # A record with a blank text: a one-column file's line of spaces too (taken for
+                # an empty line, unsaid). Not an empty line, nor a row of empty cells (a
+                # spreadsheet's trailing ",,," rows).
                 blank.append(f"row {line_no}")
         _note_blank(where, blank)
         return records

@@ -258,6 +258,13 @@ def test_records_with_a_blank_text_are_said_to_be_skipped(tmp_path, caplog):
         assert read_text_file(one) == ["first", "second"]
     assert f"{one}: 1 record with a blank text skipped (row 3)" in caplog.text, caplog.text
     caplog.clear()
+    # A spreadsheet's trailing rows of empty cells are no records (the verification round).
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("text,label\nfirst,x\nsecond,y\n,\n,\n")
+    with caplog.at_level("WARNING", logger="app.services.clustering"):
+        assert read_text_file(sheet) == ["first", "second"]
+    assert "skipped" not in caplog.text, caplog.text
+    caplog.clear()
     lines = tmp_path / "t.jsonl"
     lines.write_text('{"text": "a"}\n{"text": " "}\n\n{"text": "b"}\n{"text": ""}\n')
     with caplog.at_level("WARNING", logger="app.services.clustering"):
