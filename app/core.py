@@ -753,16 +753,13 @@ class Facet:
         """How many of ``texts`` are longer than ``model`` reads under ``role`` and
         ``instruction`` (its ``max_length`` less the prompt's and the instruction's tokens):
         only their start is in their vectors. ``/v1/embeddings`` says it in a header (only the
-        server's log said it). 0 for a model without Facet's prompt reader (a plugin's), which
-        says nothing of what it cuts."""
-        from embedders.base import PromptTokenizer  # (torch: loaded with the model already)
-
-        reader = getattr(model, "_tokenize", None)
-        if not isinstance(reader, PromptTokenizer) or not texts:
+        server's log said it), as its encoder reads them (``texts_cut``). 0 for a model that
+        does not tell (a plugin's)."""
+        count_of = getattr(model, "texts_cut", None)  # (``BaseEmbedder.texts_cut``)
+        if not callable(count_of) or not texts:
             return 0
-        budget = reader.text_budget(Role(role), _rendered(model, instruction))
-        read = reader.text_reading or (lambda text: text)
-        return sum(reader.text_tokens(read(t), budget + 1) > budget for t in texts)
+        count = count_of(list(texts), Role(role), instruction)
+        return count if isinstance(count, int) else 0
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

@@ -511,13 +511,27 @@ class BaseEmbedder(ABC):
         """How many of ``texts`` ``encode`` cuts to ``document_budget`` read as documents (under
         ``instruction`` where given), found by its own tokenisation of the prompts, without the
         model (None where ``document_budget`` is None)."""
+        return self.texts_cut(texts, Role.DOCUMENT, instruction)
+
+    def texts_cut(self, texts: Sequence[str], role: Role | str = Role.DOCUMENT,
+                  instruction: str | None = None) -> int | None:
+        """How many of ``texts`` ``encode`` cuts, read in ``role`` under ``instruction`` (a
+        document as ``documents_cut`` reads it; a query under the instruction rendered as
+        ``encode`` renders it), found by its own tokenisation of the prompts, without the model;
+        None for an embedder that does not read through a ``PromptTokenizer``. A blend, read
+        under two prompts, is counted under the longer, which cuts every text the other does."""
         tokenize = getattr(self, "_tokenize", None)
         if not isinstance(tokenize, PromptTokenizer):
             return None
         items = [unicodedata.normalize("NFC", t) for t in validate_texts(texts)]
         if not items:
             return 0
-        return tokenize._tokens(items, *self._document_reading_under(instruction)).truncated
+        if Role.parse(role) is Role.DOCUMENT:
+            reading = self._document_reading_under(instruction)
+        else:
+            rendered = self.rendered_instruction(instruction)
+            reading = (Role.QUERY, None if rendered is None else unicodedata.normalize("NFC", rendered))
+        return tokenize._tokens(items, *reading).truncated
 
     def _document_reading_under(self, instruction: str | None) -> tuple[Role, str | None]:
         """``_document_reading``, under ``instruction`` where given (rendered as ``encode``
