@@ -1446,6 +1446,17 @@ def cancelled_message(indexed: int, skipped: list[str] | None = None, chunks: in
             f"resume: what was indexed is kept{again}")
 
 
+def _count_failed(job: md.IndexJob, report: IndexReport) -> None:
+    """The documents failed since the job row's counts were last written (an empty or binary
+    file of the batch being written), counted on it, as seen too: their errors go out with the
+    commit this precedes (step 1's, or the encoding step's), and the UI's bar said "0 failed"
+    for minutes above an errors table listing two, or for good after a cancel at the batch's
+    first encoding step (the UI exploration and the verification round of the fourth session
+    of 2026-12-07). The batch's end writes all the counts (``_sync_counters``)."""
+    job.docs_seen += max(0, report.docs_failed - job.docs_failed)
+    job.docs_failed = max(job.docs_failed, report.docs_failed)
+
+
 # The steps of a job's end a cancel after its last batch stops before (``cancelled_message``).
 OPTIMIZE_STEP = "optimizing the store"
 
@@ -3941,11 +3952,7 @@ class IndexService:
             if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
                 shown[0] = now
                 job.message = stage
-                # The documents failed since the last batch (an empty or binary file of this
-                # one): their errors go out with this commit, so their count does too, as seen
-                # (the UI's bar said "0 failed" for minutes above a table listing two).
-                job.docs_seen += max(0, report.docs_failed - job.docs_failed)
-                job.docs_failed = max(job.docs_failed, report.docs_failed)
+                _count_failed(job, report)
                 session.commit()
             if progress is not None:
                 progress(Progress(report.docs_seen - len(pending), max(total, report.docs_seen),
@@ -4344,6 +4351,8 @@ class IndexService:
             else:
                 previous_status[it.doc.key] = it.row.status
                 it.row.status = "pending"
+        if isinstance(job, md.IndexJob):  # (a chunk task's tally adds its errors at its end)
+            _count_failed(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
 

@@ -169,3 +169,32 @@ def test_documents_failed_in_the_batch_being_encoded_are_counted_with_their_erro
     assert sorted(e["document"].rsplit("/", 1)[-1] for e in job.errors) == ["a-empty.txt", "b-binary.txt"]
     assert (job.docs_failed, job.docs_seen) == (2, 2), job
     assert (report.docs_failed, report.docs_indexed, report.docs_seen) == (2, 40, 42)
+
+
+def test_a_job_cancelled_at_its_first_encoding_step_counts_the_failed_documents_it_listed(
+        make_ctx, tmp_path, monkeypatch) -> None:
+    """The batch's errors go out with step 1's commit, before any encoding step: a cancel taken
+    at the first one rolled back and left "0 failed" beside two listed errors for good (the
+    verification round of the fourth session of 2026-12-07)."""
+    import sys
+
+    from app.services.collections import CollectionService
+    from app.services.indexing import IndexService
+
+    from .conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 40)
+    (tmp_path / "src" / "a-empty.txt").write_text("")
+    (tmp_path / "src" / "b-binary.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    ctx = make_ctx()
+    asked = IndexService._cancel_asked
+
+    def at_encoding(self: IndexService, job_id: int) -> bool:  # a cancel asked then, not before
+        return sys._getframe(1).f_code.co_name == "encoding" or asked(self, job_id)
+
+    monkeypatch.setattr(IndexService, "_cancel_asked", at_encoding)
+    report = IndexService(ctx).index(tmp_path / "src", "docs")
+    job = CollectionService(ctx).job(report.job_id)
+    assert (job.state, job.docs_indexed) == ("cancelled", 0), job
+    assert sorted(e["document"].rsplit("/", 1)[-1] for e in job.errors) == ["a-empty.txt", "b-binary.txt"]
+    assert (job.docs_failed, job.docs_seen) == (2, 2), job
