@@ -81,13 +81,20 @@ class EmbedderCache:
                 cuda:N past its GPUs, mps, xpu: the server's configuration, not the request: a
                 503, not a 422).
         """
+        return self.get_timed(name)[0]
+
+    def get_timed(self, name: str) -> tuple[Embedder, float]:
+        """``get``, with the seconds this call spent loading the model: 0 where it was loaded
+        already (under ``name`` or as a twin, ``_loaded_twin``) or another call loaded it
+        meanwhile (a worker's job timed a twin's lookup, or two chunks' wait on one load, as a
+        model load of its own). Same errors as ``get``."""
         model = self._models.get(name)
         if model is not None:
-            return model
+            return model, 0.0
         twin = self._loaded_twin(name)
         if twin is not None:
             with self._lock:
-                return self._models.setdefault(name, twin)
+                return self._models.setdefault(name, twin), 0.0
         # One lock per name: a model that takes seconds to load (a plugin's, a large checkpoint)
         # held every other request, for models loaded long before, behind one lock; a name
         # asked for twice at once still loads once.
@@ -96,7 +103,8 @@ class EmbedderCache:
         with loading:
             model = self._models.get(name)
             if model is not None:
-                return model
+                return model, 0.0
+            started = time.perf_counter()
             try:
                 model = self._load(name)
                 with self._lock:
@@ -105,7 +113,7 @@ class EmbedderCache:
                 with self._lock:
                     if self._loading.get(name) is loading:
                         del self._loading[name]
-            return model
+            return model, time.perf_counter() - started
 
     def _loaded_twin(self, name: str) -> Embedder | None:
         """The model already loaded under the registered name that ``name`` loads exactly (its

@@ -112,8 +112,9 @@ logger = logging.getLogger(__name__)
 TERMINAL_JOB_STATES = ("completed", "failed", "interrupted", "cancelled")
 
 
-def load_here(ctx: ServiceContext, spec: str, worker: str) -> Any:
-    """``ctx.embedders.get(spec)`` in a worker; a name this worker does not know (a plugin's,
+def load_here(ctx: ServiceContext, spec: str, worker: str) -> tuple[Any, float]:
+    """``ctx.embedders.get_timed(spec)`` in a worker (the model, and the seconds this call took
+    to load it: the job's ``load_model``); a name this worker does not know (a plugin's,
     registered where the job was submitted but not here) is refused saying so, as a search's
     refusal says it (``SearchService._missing_embedder_hints``): the job failed with a bare
     "unknown embedder", as if the client had misspelt it.
@@ -122,7 +123,7 @@ def load_here(ctx: ServiceContext, spec: str, worker: str) -> Any:
         UnknownModelError: ``spec`` is no embedder here, with that hint after a name.
     """
     try:
-        return ctx.embedders.get(spec)
+        return ctx.embedders.get_timed(spec)
     except UnknownModelError as e:
         if "/" in spec or "\\" in spec:  # a checkpoint directory's path: its message says
             raise
@@ -936,10 +937,8 @@ class ChunkedIndexService:
 
     def _plan_held(self, prepared: PreparedJob, chunk_docs: int | None) -> list[int]:
         chunk_docs = chunk_docs or self.settings.worker_chunk_docs
-        loading = self.ctx.embedders.peek(prepared.embedder) is None
-        t_load = time.perf_counter()
         try:
-            embedder = load_here(self.ctx, prepared.embedder, self.worker)
+            embedder, load_s = load_here(self.ctx, prepared.embedder, self.worker)
         except Exception as e:
             if not is_transient(e):
                 # A model this worker cannot load (a checkpoint removed or unreadable since the
@@ -947,7 +946,6 @@ class ChunkedIndexService:
                 # that for a domain error, and the job stayed `queued` for ever.
                 self.index.fail(prepared.job_id, IndexService.failure_message(e))
             raise
-        load_s = time.perf_counter() - t_load if loading else 0.0
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
             back = "sending its task back to the broker for a worker on that database"
@@ -1320,10 +1318,7 @@ class ChunkedIndexService:
         # The job names the vector; the collection records what loads its embedder (a checkpoint's
         # path, options), which the vector's name alone would not.
         spec = next((e.spec for e in coll.embedders if e.name == job.embedder), job.embedder)
-        loading = self.ctx.embedders.peek(spec) is None
-        t_load = time.perf_counter()
-        embedder = load_here(self.ctx, spec, self.worker)
-        load_s = time.perf_counter() - t_load if loading else 0.0
+        embedder, load_s = load_here(self.ctx, spec, self.worker)
         # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
         # differs from the one the collection was indexed with fails this chunk, writing nothing.
         check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),

@@ -4828,11 +4828,8 @@ class IndexService:
                 # Its load timed apart, as the run's own embedder's (``_Deferred.load_s``): the
                 # caller's encode time counted it (4.7 s "encoding" one chunk, 4.5 of them the
                 # load of a second model), and the summary named the first model's load only.
-                loading = self.ctx.embedders.peek(other.spec) is None
-                t_load = time.perf_counter()
-                model = self.ctx.embedders.get(other.spec)
-                if loading:
-                    spent = time.perf_counter() - t_load
+                model, spent = self.ctx.embedders.get_timed(other.spec)
+                if spent:
                     report.loads[other.name] = report.loads.get(other.name, 0.0) + spent
                     job.encode_s -= spent  # (the caller adds this call's whole time)
                 changes = identity_changes(other.identity, self.ctx.embedders.identity(model))
