@@ -2030,7 +2030,12 @@ class SearchService:
                 unread = (f"the instruction was not read: {', '.join(dict.fromkeys(readers))} "
                           "reads no instruction (its vectors are the same under any)")
                 note = f"{note}; {unread}" if note else unread
-            elif weak := weak_instruction_note(readers):
+            # A reranker that reads it orders the results: judged alone (a strong first stage
+            # hid a reranker that barely follows it, the order its own: the quality exploration
+            # of the fourth session of 2026-12-07).
+            elif weak := weak_instruction_note(
+                    [request.rerank] if reranker_name is not None and request.rerank
+                    and reads_instruction(request.rerank) else readers):
                 note = f"{note}; {weak}" if note else weak
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,

@@ -91,6 +91,12 @@ def test_a_search_says_when_its_instruction_barely_steers(messages) -> None:
     reranked = search.search(SearchRequest("card declined", "msgs", instruction=DOMAIN, mode="dense",
                                            rerank="minilm[instruction_weight=1]"))
     assert reranked.note is None, reranked.note
+    # A reranker that barely follows it, after a first stage that follows it: the order is the
+    # reranker's, and said (a strong first stage hid it: the quality exploration of the fourth
+    # session of 2026-12-07).
+    weakly = search.search(SearchRequest("card declined", "msgs", instruction=DOMAIN, mode="dense",
+                                         embedder="minilm[instruction_weight=1]", rerank="minilm"))
+    assert weakly.note == WEAK, weakly.note
 
 
 def test_a_clustering_says_when_its_instruction_barely_groups(messages) -> None:
