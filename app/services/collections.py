@@ -958,8 +958,15 @@ def kept_said(job: Any) -> str:
     something (documents indexed, or chunks of a file it stopped within); ``""`` where it wrote
     nothing: a job cancelled before its first batch said "nothing was written; ... press
     Resume: what was indexed is kept" (the UI exploration of the fourth session of
-    2026-12-07). ``job``: a job row or a ``JobInfo``."""
-    return ": what was indexed is kept" if job.docs_indexed or job.chunks_written else ""
+    2026-12-07). ``job``: a job row or a ``JobInfo``. A row's counts are read as loaded, never
+    from the database: this is said after a rollback, in an outage too (a read there raised
+    inside the handler that says the outage); where they are not loaded it is said."""
+    state = getattr(job, "_sa_instance_state", None)
+    values = state.dict if state is not None else vars(job)
+    counts = [values.get("docs_indexed"), values.get("chunks_written")]
+    if all(count is None for count in counts):  # (expired: not known here)
+        return ": what was indexed is kept"
+    return ": what was indexed is kept" if any(counts) else ""
 
 
 def resume_command(job: md.IndexJob) -> str:
