@@ -682,7 +682,7 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     if v_measure is not None:
         # Labels (one a text) and their classes, as `facet cluster --labels` says them: it read
         # "against the 3 given labels" for 12 labels of 3 classes.
-        parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against {texts:,} "
+        parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> (out of 100) against {texts:,} "
                      f"{'label' if texts == 1 else 'labels'} ({label_count:,} "
                      f"{'class' if label_count == 1 else 'classes'})")
         if response.k_chosen and label_count and far_apart(label_count, response.k):

@@ -257,13 +257,15 @@ def read_gold_labels(path: Path) -> list[str]:
 
 
 def labels_line(v_measure: float, labels: list[str], k: int, k_chosen: bool) -> str:
-    """The summary's line of the V-measure against gold labels ("V-measure 57.79 against 500
-    labels (147 classes)"), with the number of classes to give as --k where k chosen by
+    """The summary's line of the V-measure against gold labels ("V-measure 57.79 (out of 100)
+    against 500 labels (147 classes)"), with the number of classes to give as --k where k chosen by
     silhouette is far from it (``far_apart``, as the UI's summary says it)."""
     from app.services.clustering import far_apart
 
     classes = len(set(labels))
-    line = (f"V-measure {100 * v_measure:.2f} against {plural(len(labels), 'label')} "
+    # "Out of 100": the JSON's `v_measure` is 0 to 1, and 0.87 here read as a strong 0-1 score
+    # (the quality exploration of the fourth session of 2026-12-07).
+    line = (f"V-measure {100 * v_measure:.2f} (out of 100) against {plural(len(labels), 'label')} "
             f"({plural(classes, 'class', 'classes')})")
     if k_chosen and far_apart(classes, k):
         line += f"; the labels have {classes:,} classes: --k {classes} clusters into as many"

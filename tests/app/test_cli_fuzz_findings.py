@@ -76,7 +76,7 @@ def test_a_pipe_is_clustered_and_read_as_labels(tmp_path) -> None:
     result = invoke_cli("cluster", str(texts), "--labels", str(labels), "-i", "topic", "--explain", "",
                         "--k", "2", env={"FACET_DATA_DIR": str(tmp_path / "data")})
     assert result.returncode == 0, result.stderr
-    assert "V-measure 100.00 against 4 labels (2 classes)" in result.stdout + result.stderr
+    assert "V-measure 100.00 (out of 100) against 4 labels (2 classes)" in result.stdout + result.stderr
     empty = invoke_cli("cluster", "/dev/null", "-i", "topic", "--explain", "")
     assert empty.returncode == 2 and "/dev/null holds 0 texts; clustering needs at least 2" in empty.stderr
 

@@ -33,7 +33,7 @@ def test_labels_give_the_v_measure_in_the_summary_and_json(tmp_path) -> None:
     payload = json.loads(result.stdout)
     expected = v_measure_score(GOLD, payload["labels"])
     assert abs(payload["v_measure"] - expected) < 1e-9
-    assert f"V-measure {100 * expected:.2f} against 6 labels (3 classes)" in result.stderr
+    assert f"V-measure {100 * expected:.2f} (out of 100) against 6 labels (3 classes)" in result.stderr
     # k chosen by silhouette, capped at 2 by --max-k, with labels of 6 classes: named.
     spread = tmp_path / "six.txt"
     spread.write_text("\n".join(f"c{i}" for i in range(6)))

@@ -201,7 +201,7 @@ def test_cluster_texts_with_labels_gives_map_names_vmeasure_and_csv(ui_client, t
         handle_file(str(labels)), "What is the topic of this text?", 2, "minilm",
         "keywords (no explainer)", api_name="/cluster")
     assert "<b>12</b> texts, <b>k = 2</b>" in summary
-    assert "<b>V-measure 100.00</b> against 12 labels (2 classes)" in summary
+    assert "<b>V-measure 100.00</b> (out of 100) against 12 labels (2 classes)" in summary
     figure = json.loads(plot["plot"])
     points = [t for t in figure["data"] if t.get("mode") == "markers"]
     assert sorted(len(t["x"]) for t in points) == [6, 6]
