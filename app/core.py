@@ -90,6 +90,7 @@ from app.services.search import (
     check_str,
     plain_number,
     reads_instruction,
+    weak_instruction_note,
 )
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
@@ -341,8 +342,12 @@ def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
     (search's ``instruction_read`` and note: an embedder registered as reading none)."""
     rendered = _rendered(model, instruction)
     read = None if validate_instruction(instruction) is None else reads_instruction(spec)
-    note = None if read is not False else (f"the instruction was not read: {spec} reads no "
-                                           "instruction (its vectors are the same under any)")
+    # Read only at a weak blend (minilm's 0.25): said as a search or a clustering says it (an
+    # embed said nothing, the vectors within 0.999 of the uninstructed ones: the quality
+    # exploration of the fourth session of 2026-12-07).
+    note = (weak_instruction_note([spec]) if read else
+            None if read is None else (f"the instruction was not read: {spec} reads no "
+                                       "instruction (its vectors are the same under any)"))
     return Embeddings(model.name, int(model.dim), role.value, rendered, vectors, tokens, read,
                       note, cut)
 

@@ -99,6 +99,24 @@ def test_a_search_says_when_its_instruction_barely_steers(messages) -> None:
     assert weakly.note == WEAK, weakly.note
 
 
+def test_an_embed_says_when_its_instruction_barely_steers(messages) -> None:
+    """As a search and a clustering say it: ``facet embed -i`` and the facade's ``embed`` said
+    nothing, the vectors within 0.999 of the uninstructed ones (the quality exploration of the
+    fourth session of 2026-12-07)."""
+    from app.core import Facet
+
+    facet = Facet(context=messages)
+    try:
+        weak = facet.embed(["card declined"], instruction=DOMAIN)
+        assert (weak.instruction_read, weak.note) == (True, WEAK)
+        strong = facet.embed(["card declined"], instruction=DOMAIN,
+                             embedder="minilm[instruction_weight=1]")
+        assert (strong.instruction_read, strong.note) == (True, None)
+        assert facet.embed(["card declined"]).note is None
+    finally:
+        facet.close()
+
+
 def test_a_clustering_says_when_its_instruction_barely_groups(messages) -> None:
     clusters = ClusterService(messages)
     weak = clusters.cluster(ClusterRequest("What domain is this message about?", collection="msgs", k=3))
