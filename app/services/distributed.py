@@ -111,6 +111,10 @@ logger = logging.getLogger(__name__)
 
 TERMINAL_JOB_STATES = ("completed", "failed", "interrupted", "cancelled")
 
+# How long a chunk task waits before trying again where another worker holds the collection's
+# embedded store (``ChunkedIndexService._wait_if_store_held``): a turn, not an outage.
+STORE_TURN_WAIT_S = 5.0
+
 
 def load_here(ctx: ServiceContext, spec: str, worker: str) -> tuple[Any, float]:
     """``ctx.embedders.get_timed(spec)`` in a worker (the model, and the seconds this call took
@@ -1187,6 +1191,7 @@ class ChunkedIndexService:
                 finished = self._cancel_chunks(session, job_id)
                 return ChunkOutcome(job_id, number, "skipped", finished_job=finished,
                                     message="job cancelled")
+            self._wait_if_store_held(job.collection.name, job_id, number)
             chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == job_id,
                                                              md.JobChunk.number == number))
             if chunk is None:
@@ -1265,6 +1270,32 @@ class ChunkedIndexService:
                                         finished_job=finished, message=message)
             finished = self._finish(session, job_id)
             return ChunkOutcome(job_id, number, "done", len(docs), written, finished)
+
+    def _wait_if_store_held(self, collection: str, job_id: int, number: int) -> None:
+        """Before the chunk is claimed or encoded: where another process holds the collection's
+        embedded store, wait for it now, not after the encode (a second worker encoded each chunk
+        in full, ~7 s, then found the store held and threw the work away, half the CPU spent
+        for nothing, and with a holder stopped kept the job's lease alive as if it progressed:
+        the distributed exploration of the fourth session of 2026-12-07). Another `facet
+        worker` writing it is a turn to wait for (``ChunkBusy``: not among the transient
+        retries, as a claim's wait is not); any other holder (a `facet serve` that opened it)
+        is the transient error it was, before any work.
+
+        Raises:
+            ChunkBusy: another worker holds it.
+            StoreBusyError: another process holds it.
+        """
+        from indexer.errors import StoreBusyError
+        from indexer.store import held_by_worker
+
+        try:
+            self.store.check_free(collection, wait_s=0)
+        except StoreBusyError as e:
+            if not held_by_worker(e.holder):
+                raise
+            logger.info("chunk %d of job %d: %s; trying again in %.0fs", number, job_id, e,
+                        STORE_TURN_WAIT_S)
+            raise ChunkBusy(str(e), retry_in_s=STORE_TURN_WAIT_S) from e
 
     def _current_documents(self, docs: list[tuple[Any, ...]], text_column: str | None = None
                            ) -> tuple[list[ParsedDocument | DocumentError], list[str]]:

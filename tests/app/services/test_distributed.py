@@ -679,3 +679,33 @@ def test_an_error_noted_beside_an_indexed_document_ends_when_its_file_reads_as_i
         assert numbers == []  # both unchanged
     assert error_of_a() == ("indexed", None)
     assert CollectionService(ctx).get("c").documents_failed == 0
+
+
+def test_a_chunk_waits_for_another_worker_holding_the_store_before_any_work(make_ctx, tmp_path) -> None:
+    """A second worker on the embedded store encoded each chunk in full (~7 s) and only then
+    met the store another worker held, throwing the work away, each wait counted among its
+    transient retries (the distributed exploration of the fourth session of 2026-12-07). Now
+    it waits before claiming the chunk: ``ChunkBusy`` (a turn) for another `facet worker`; any
+    other holder (a `facet serve`) is the transient error it was, also before any work. Real
+    holder processes (``locked_by_another_process``)."""
+    from app.services.distributed import ChunkBusy
+    from indexer.errors import StoreBusyError
+
+    from .conftest import locked_by_another_process
+
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx(store_wait_s=0.2)
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    ctx.store.release("c")  # (this process let it go: another one may take it)
+    for shown_as, raised in (("facet worker -n w2@vm", ChunkBusy), ("facet serve", StoreBusyError)):
+        with locked_by_another_process(ctx.settings.data_dir, "c", opened=True, shown_as=shown_as):
+            with pytest.raises(raised, match=r"collection 'c' is open in pid \d+") as waited:
+                service.run_chunk(prepared.job_id, numbers[0])
+            if raised is ChunkBusy:
+                assert waited.value.retry_in_s == 5.0
+        with ctx.sessions() as session:  # not claimed, not started: nothing was done
+            chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id,
+                                                             md.JobChunk.number == numbers[0]))
+            assert (chunk.state, chunk.attempts) == ("queued", 0), (chunk.state, chunk.attempts)
+    assert [service.run_chunk(prepared.job_id, n).outcome for n in numbers] == ["done"] * len(numbers)
+    assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 3
