@@ -302,8 +302,9 @@ class FacetSettings(BaseSettings):
         default=3, ge=1, description="a chunk whose worker died this many times is failed, not "
                                      "retried (recorded in the job table)")
     worker_preload: list[str] | None = Field(
-        default=None, description="embedders each worker process loads at start (JSON list); "
-                                  "unset = the default embedder")
+        default=None, description="embedders each worker process loads at start (JSON list; "
+                                  "[] loads none, each loads on its first task); unset = the "
+                                  "default embedder")
     visibility_timeout_s: int = Field(
         default=3600, ge=10, description="Redis re-delivers a task unacknowledged this long: "
                                          "must exceed the longest chunk task")
@@ -802,6 +803,12 @@ class FacetSettings(BaseSettings):
         if self.qdrant_url and self.vector_backend in ("edge", "server"):
             return f"Qdrant at {masked_url(self.qdrant_url)}"
         return self.vector_backend
+
+    def preloaded(self) -> list[str]:
+        """The embedders a worker process loads at start: ``FACET_WORKER_PRELOAD``, ``[]`` none
+        (each loads on its first task: it was read as unset, the default embedder loaded), or,
+        unset, the default embedder."""
+        return list(self.worker_preload) if self.worker_preload is not None else [self.default_embedder]
 
     def database_description(self, *, path: bool = False) -> str:
         """``SQLite in the data dir`` (with ``path``: ``SQLite at <data dir>/facet.db``, for a

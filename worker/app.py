@@ -174,7 +174,7 @@ def _load_models(**_: Any) -> None:
         # tasks open the facade again, and fail with this cause until it is fixed.
         logger.error("worker process could not open Facet: %s", _cause(e))
         return
-    for name in settings.worker_preload or [settings.default_embedder]:
+    for name in settings.preloaded():
         try:
             model = facet.embedder(name)
         except Exception as e:

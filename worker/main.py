@@ -43,8 +43,8 @@ def check_preload(settings: FacetSettings) -> None:
     """
     from embedders.registry import check_embedder
 
-    variable = "FACET_WORKER_PRELOAD" if settings.worker_preload else "FACET_DEFAULT_EMBEDDER"
-    for name in settings.worker_preload or [settings.default_embedder]:
+    variable = "FACET_WORKER_PRELOAD" if settings.worker_preload is not None else "FACET_DEFAULT_EMBEDDER"
+    for name in settings.preloaded():
         try:
             with domain_errors():
                 check_embedder(name)

@@ -140,6 +140,12 @@ def test_api_models_and_worker_preload_refuse_a_bogus_option(tmp_path) -> None:
         check_api_models([])
     check_api_models(None)  # unset: the registered names
     check_preload(settings.model_copy(update={"worker_preload": ["minilm[instruction_weight=1]"]}))
+    # An empty list preloads none (it was read as unset: the default embedder loaded; the
+    # distributed exploration of the fourth session of 2026-12-07); unset, the default.
+    none = settings.model_copy(update={"worker_preload": [], "default_embedder": "nope"})
+    assert none.preloaded() == []
+    check_preload(none)  # (nothing to load: the unknown default is not checked)
+    assert settings.model_copy(update={"worker_preload": None}).preloaded() == [settings.default_embedder]
 
 
 def test_serve_exits_2_with_one_line_for_a_bogus_api_model_option(tmp_path) -> None:
