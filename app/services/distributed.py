@@ -216,9 +216,19 @@ class _ClaimLost(Exception):
     transaction is rolled back, so only the other worker's run counts."""
 
     @staticmethod
-    def message(holder: str | None) -> str:
-        return (f"the claim lapsed and {holder} took the chunk over; this run's counts are "
-                "dropped (its points are the same)")
+    def message(holder: str | None, state: str | None = "running") -> str:
+        """Said of the chunk as its row is now: ``holder`` running it, or, ``queued``, handed
+        back with no worker on it (it named the last worker that had claimed it as running it:
+        the distributed exploration of the fourth session of 2026-12-07)."""
+        if state is None:
+            return "the claim lapsed and the chunk's job is gone; this run's counts are dropped"
+        if state == "queued":
+            return ("the claim lapsed and the chunk went back to the queue, to run again; this "
+                    "run's counts are dropped (its points are the same)")
+        taken = "took the chunk over" + {"done": " and finished it", "failed": " and failed it"}.get(
+            str(state), "")
+        return (f"the claim lapsed and {holder} {taken}; this run's counts are dropped (its "
+                "points are the same)")
 
 
 @dataclass
@@ -1248,7 +1258,7 @@ class ChunkedIndexService:
                     if chunk.state != "running" or chunk.worker != self.worker:
                         # Taken over while this run stalled: the error comes from the two runs
                         # meeting (e.g. both inserting the chunk rows); the other run counts.
-                        message = (f"{_ClaimLost.message(chunk.worker)} (this run ended with "
+                        message = (f"{_ClaimLost.message(chunk.worker, chunk.state)} (this run ended with "
                                    f"{type(e).__name__})")
                         logger.warning("chunk %d of job %d: %s", number, job_id, message)
                         return ChunkOutcome(job_id, number, "duplicate", message=message)
@@ -1382,8 +1392,8 @@ class ChunkedIndexService:
                 C.id == chunk_id, C.state == "running", C.worker == self.worker).values(
                 state="done", finished_at=md.utcnow(), claimed_until=None, error=None))
             if taken.rowcount != 1:  # type: ignore[attr-defined]
-                holder = s.scalar(select(C.worker).where(C.id == chunk_id))
-                raise _ClaimLost(_ClaimLost.message(holder))
+                now = s.execute(select(C.worker, C.state).where(C.id == chunk_id)).first()
+                raise _ClaimLost(_ClaimLost.message(*(now or (None, None))))
             if report.docs_moved:  # summed into the job's one note when it completes
                 tally.errors.append(md.JobError(document_key="moved", kind="warning",
                                                 message=moved_message(report)))

@@ -709,3 +709,31 @@ def test_a_chunk_waits_for_another_worker_holding_the_store_before_any_work(make
             assert (chunk.state, chunk.attempts) == ("queued", 0), (chunk.state, chunk.attempts)
     assert [service.run_chunk(prepared.job_id, n).outcome for n in numbers] == ["done"] * len(numbers)
     assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 3
+
+
+def test_a_chunk_handed_back_while_its_run_stalled_is_said_queued_not_taken_over(make_ctx,
+                                                                             tmp_path) -> None:
+    """Its claim lapsed, another worker claimed the chunk and handed it back (it met the store
+    held): the stalled run said that worker "took the chunk over" while the chunk sat queued,
+    run by none (the distributed exploration of the fourth session of 2026-12-07)."""
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx(lease_ttl_s=60.0)
+    a, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    real_upsert = ctx.store.upsert
+
+    def handed_back(collection, points):  # type: ignore[no-untyped-def]
+        C = md.JobChunk
+        with ctx.sessions() as s:
+            s.execute(update(C).where(C.job_id == prepared.job_id, C.number == numbers[0])
+                      .values(state="queued", claimed_until=None, worker="other-host:2"))
+            s.commit()
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = handed_back  # type: ignore[method-assign]
+    first = a.run_chunk(prepared.job_id, numbers[0])
+    ctx.store.upsert = real_upsert  # type: ignore[method-assign]
+    assert first.outcome == "duplicate", first
+    assert "the chunk went back to the queue, to run again" in (first.message or ""), first.message
+    assert "took the chunk over" not in (first.message or "")
+    assert a.run_chunk(prepared.job_id, numbers[0]).outcome == "done"  # it runs again, once
+    assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 2
