@@ -216,13 +216,17 @@ class _ClaimLost(Exception):
     transaction is rolled back, so only the other worker's run counts."""
 
     @staticmethod
-    def message(holder: str | None, state: str | None = "running") -> str:
+    def message(holder: str | None, state: str | None = "running", me: str | None = None) -> str:
         """Said of the chunk as its row is now: ``holder`` running it, or, ``queued``, handed
         back with no worker on it (it named the last worker that had claimed it as running it:
-        the distributed exploration of the fourth session of 2026-12-07)."""
+        the distributed exploration of the fourth session of 2026-12-07), ``cancelled`` with its
+        job; ``me``: this worker, never said to have taken it over."""
         if state is None:
             return "the claim lapsed and the chunk's job is gone; this run's counts are dropped"
-        if state == "queued":
+        if state == "cancelled":
+            return ("the claim lapsed and the job was cancelled meanwhile; this run's counts are "
+                    "dropped")
+        if state == "queued" or (holder is not None and holder == me):
             return ("the claim lapsed and the chunk went back to the queue, to run again; this "
                     "run's counts are dropped (its points are the same)")
         taken = "took the chunk over" + {"done": " and finished it", "failed": " and failed it"}.get(
@@ -1258,7 +1262,8 @@ class ChunkedIndexService:
                     if chunk.state != "running" or chunk.worker != self.worker:
                         # Taken over while this run stalled: the error comes from the two runs
                         # meeting (e.g. both inserting the chunk rows); the other run counts.
-                        message = (f"{_ClaimLost.message(chunk.worker, chunk.state)} (this run ended with "
+                        message = (f"{_ClaimLost.message(chunk.worker, chunk.state, self.worker)} "
+                                   f"(this run ended with "
                                    f"{type(e).__name__})")
                         logger.warning("chunk %d of job %d: %s", number, job_id, message)
                         return ChunkOutcome(job_id, number, "duplicate", message=message)
@@ -1306,6 +1311,12 @@ class ChunkedIndexService:
             logger.info("chunk %d of job %d: %s; trying again in %.0fs", number, job_id, e,
                         STORE_TURN_WAIT_S)
             raise ChunkBusy(str(e), retry_in_s=STORE_TURN_WAIT_S) from e
+        except Exception:
+            # Anything else (a Qdrant server refusing its key: a server store is locked by no
+            # process, yet its check asks it) is the write's to meet, which fails the chunk with
+            # its reason: raised here, outside that handling, the task failed on a traceback and
+            # the job said nothing (the verification round of the fourth session of 2026-12-07).
+            return
 
     def _current_documents(self, docs: list[tuple[Any, ...]], text_column: str | None = None
                            ) -> tuple[list[ParsedDocument | DocumentError], list[str]]:
@@ -1393,7 +1404,8 @@ class ChunkedIndexService:
                 state="done", finished_at=md.utcnow(), claimed_until=None, error=None))
             if taken.rowcount != 1:  # type: ignore[attr-defined]
                 now = s.execute(select(C.worker, C.state).where(C.id == chunk_id)).first()
-                raise _ClaimLost(_ClaimLost.message(*(now or (None, None))))
+                holder, state = (now[0], now[1]) if now is not None else (None, None)
+                raise _ClaimLost(_ClaimLost.message(holder, state, self.worker))
             if report.docs_moved:  # summed into the job's one note when it completes
                 tally.errors.append(md.JobError(document_key="moved", kind="warning",
                                                 message=moved_message(report)))

@@ -737,3 +737,39 @@ def test_a_chunk_handed_back_while_its_run_stalled_is_said_queued_not_taken_over
     assert "took the chunk over" not in (first.message or "")
     assert a.run_chunk(prepared.job_id, numbers[0]).outcome == "done"  # it runs again, once
     assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 2
+
+
+def test_a_chunk_cancelled_while_its_run_stalled_and_a_store_check_that_fails_otherwise(
+        make_ctx, tmp_path, monkeypatch) -> None:
+    """Two cases of the verification round of the fourth session of 2026-12-07: a chunk the
+    job's cancel marked while its run stalled was said "taken over" by this very worker; and
+    the store check before the claim let any error other than "held" escape unrecorded (a
+    Qdrant server refusing the key: the task failed on a traceback, the job said nothing),
+    where the write would fail the chunk with its reason."""
+    from indexer.errors import StoreError
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx(lease_ttl_s=60.0)
+    a, prepared, numbers = _plan(ctx, tmp_path / "src", "c", chunk_docs=1)
+    real_upsert = ctx.store.upsert
+
+    def cancelled(collection, points):  # type: ignore[no-untyped-def]
+        C = md.JobChunk
+        with ctx.sessions() as s:
+            s.execute(update(C).where(C.job_id == prepared.job_id, C.number == numbers[0])
+                      .values(state="cancelled", claimed_until=None))
+            s.commit()
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = cancelled  # type: ignore[method-assign]
+    first = a.run_chunk(prepared.job_id, numbers[0])
+    ctx.store.upsert = real_upsert  # type: ignore[method-assign]
+    assert first.outcome == "duplicate", first
+    assert (first.message or "").startswith("the claim lapsed and the job was cancelled meanwhile"), first
+    assert a.worker not in (first.message or "")
+
+    def refused(collection, *, wait_s=None):  # type: ignore[no-untyped-def]
+        raise StoreError("Qdrant at http://q:6333 refused the request: HTTP 401")
+
+    monkeypatch.setattr(ctx.store, "check_free", refused)
+    assert a.run_chunk(prepared.job_id, numbers[1]).outcome == "done"  # the write's to meet
