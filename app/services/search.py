@@ -389,9 +389,12 @@ def weak_instruction_note(specs: list[str]) -> str | None:
     # (It said "instemb and inbedder are trained to follow instructions": read as a promise that
     # they steer, where on CLINC's intent and domain views no embedder's clustering does, and the
     # served inbedder blends too; what is measured to steer a search is docs/indexing.md's probe.)
-    return (f"{WEAK_INSTRUCTION_NOTE}{spec} mixes it in at {weight:g} (instemb, or the same vectors "
+    return (f"{WEAK_INSTRUCTION_NOTE}{spec}{WEAK_MIXES}{weight:g} (instemb, or the same vectors "
             f"at instruction_weight=1, read it in full{WEAK_NOTE_END}")
 
+
+# What follows the model's name in the weak-instruction note (``served_note`` reads the name).
+WEAK_MIXES = " mixes it in at "
 
 # How the weak-instruction note ends (an edge that serves fewer names adds which: ``served_note``).
 WEAK_NOTE_END = ": docs/indexing.md)"
@@ -405,7 +408,11 @@ def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) 
         return note
     from embedders.registry import embedder_names
 
-    base = embedder.split("[", 1)[0]
+    # The model the note is about, as it names it: a reranker's where the reranker orders the
+    # results (it named the first stage's: "does not serve instemb[instruction_weight=1]" for a
+    # minilm reranker; the verification round of the fourth session of 2026-12-07).
+    named = note.split(WEAK_INSTRUCTION_NOTE, 1)[1].split(WEAK_MIXES, 1)[0]
+    base = (named if WEAK_MIXES in note else embedder).split("[", 1)[0]
     refused = [name for name in ("instemb", f"{base}[instruction_weight=1]") if not served(name)]
     if not refused:
         return note

@@ -99,6 +99,18 @@ def test_a_search_says_when_its_instruction_barely_steers(messages) -> None:
     assert weakly.note == WEAK, weakly.note
 
 
+def test_the_served_advice_names_the_model_the_note_is_about() -> None:
+    """A reranker's weak note under an instemb first stage: the server's advice named
+    "instemb[instruction_weight=1]", the first stage's, not the reranker's (the verification
+    round of the fourth session of 2026-12-07)."""
+    from app.services.search import served_note, weak_instruction_note
+
+    note = served_note(weak_instruction_note(["minilm"]), "instemb", lambda name: name == "instemb")
+    assert note is not None and note.endswith(
+        "read it in full: docs/indexing.md; this server does not serve minilm[instruction_weight=1]: "
+        "FACET_API_MODELS sets what it serves)"), note
+
+
 def test_an_embed_says_when_its_instruction_barely_steers(messages) -> None:
     """As a search and a clustering say it: ``facet embed -i`` and the facade's ``embed`` said
     nothing, the vectors within 0.999 of the uninstructed ones (the quality exploration of the
