@@ -1231,9 +1231,10 @@ class _Deferred:
     def load(self) -> Embedder:
         """The model (loaded now, the first time), checked against the collection."""
         if self._model is None:
-            t0 = time.perf_counter()
             try:
-                model = self._cache.get(self.spec)
+                # Timed by the cache: a twin's lookup or another thread's load is none of this
+                # run's (the verification round of the fourth session of 2026-12-07).
+                model, load_s = self._cache.get_timed(self.spec)
             except UnknownModelError as e:  # (a checkpoint moved or deleted since)
                 # Said as what the collection records, and how to point it elsewhere: a bare
                 # "unknown embedder '/old/path'" named neither.
@@ -1249,7 +1250,7 @@ class _Deferred:
             if self.check is not None:
                 self.check(model)
             self._model = model
-            self.load_s = time.perf_counter() - t0
+            self.load_s = load_s
         return self._model
 
     @property
