@@ -305,7 +305,8 @@ class Embeddings:
         instruction_read: whether the embedder read the instruction: None without one, False
             for an embedder registered as reading none (its vectors are the same under any),
             as a search's ``instruction_read`` says; ``note`` then says so.
-        note: what the vectors cannot show (the instruction not read), else None.
+        note: what the vectors cannot show (the instruction not read, or read at a weak blend:
+            "the instruction barely steers: ..."), else None.
         cut: how many texts were longer than the embedder reads (its ``max_length`` less the
             prompt and instruction): only their start is in their vectors (``count_cut``).
     """
@@ -341,7 +342,14 @@ def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
     """``Embeddings`` of ``model`` (loaded from ``spec``), saying whether it read ``instruction``
     (search's ``instruction_read`` and note: an embedder registered as reading none)."""
     rendered = _rendered(model, instruction)
-    read = None if validate_instruction(instruction) is None else reads_instruction(spec)
+    # An instruction read as none is (InBedder's own default: the same vectors as without one)
+    # is none here too: it was said to "barely steer" (the verification round of the fourth
+    # session of 2026-12-07).
+    bare = getattr(model, "reads_bare", None)
+    given = validate_instruction(instruction)
+    if given is not None and callable(bare) and bare(given) is True:
+        given = None
+    read = None if given is None else reads_instruction(spec)
     # Read only at a weak blend (minilm's 0.25): said as a search or a clustering says it (an
     # embed said nothing, the vectors within 0.999 of the uninstructed ones: the quality
     # exploration of the fourth session of 2026-12-07).

@@ -33,6 +33,7 @@ import torch
 from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
     CHARS_PER_TOKEN_BOUND,
     UNREAD_WHY,
+    BlendsInstruction,
     Embedder,
     HasTokenizer,
     PromptConfig,
@@ -526,12 +527,25 @@ class BaseEmbedder(ABC):
         items = [unicodedata.normalize("NFC", t) for t in validate_texts(texts)]
         if not items:
             return 0
-        if Role.parse(role) is Role.DOCUMENT:
-            reading = self._document_reading_under(instruction)
-        else:
-            rendered = self.rendered_instruction(instruction)
-            reading = (Role.QUERY, None if rendered is None else unicodedata.normalize("NFC", rendered))
-        return tokenize._tokens(items, *reading).truncated
+        document = Role.parse(role) is Role.DOCUMENT
+
+        def nfc(text: str | None) -> str | None:
+            return None if text is None else unicodedata.normalize("NFC", text)
+
+        readings = [self._document_reading_under(instruction) if document else
+                    (Role.QUERY, nfc(self.rendered_instruction(instruction)))]
+        weight = getattr(getattr(self, "config", None), "instruction_weight", None)
+        if isinstance(self, BlendsInstruction) and isinstance(weight, int | float) and \
+                validate_instruction(instruction) is not None and not self.reads_bare(instruction):
+            # A blend reads the bare text too (InBedder under its default instruction, which
+            # may be the longer prompt: a shorter one given was said to cut nothing where the
+            # encoder cut every text: the verification round of the fourth session of
+            # 2026-12-07); at weight 0 only that, at 1 only the instructed one.
+            bare = (self._document_reading() if document
+                    else (Role.QUERY, nfc(self.rendered_instruction(None))))
+            readings = [bare] if weight <= 0 else readings if weight >= 1 else [*readings, bare]
+        # The texts one prompt cuts are among those a longer one cuts: the most is the union.
+        return max(tokenize._tokens(items, *reading).truncated for reading in readings)
 
     def _document_reading_under(self, instruction: str | None) -> tuple[Role, str | None]:
         """``_document_reading``, under ``instruction`` where given (rendered as ``encode``
