@@ -953,19 +953,20 @@ def follow_hint(job_id: int) -> str:
             f"/jobs/{job_id}, or the UI's Collections tab)")
 
 
-def kept_said(job: Any) -> str:
+def kept_said(job: Any, indexed: int | None = None) -> str:
     """``": what was indexed is kept"``, ending a stopped job's resume hint where the job wrote
     something (documents indexed, or chunks of a file it stopped within); ``""`` where it wrote
     nothing: a job cancelled before its first batch said "nothing was written; ... press
     Resume: what was indexed is kept" (the UI exploration of the fourth session of
     2026-12-07). ``job``: a job row or a ``JobInfo``. A row's counts are read as loaded, never
     from the database: this is said after a rollback, in an outage too (a read there raised
-    inside the handler that says the outage); where they are not loaded it is said."""
+    inside the handler that says the outage); where they are not loaded, ``indexed`` (the
+    caller's count of the run) says, else it is said."""
     state = getattr(job, "_sa_instance_state", None)
     values = state.dict if state is not None else vars(job)
     counts = [values.get("docs_indexed"), values.get("chunks_written")]
     if all(count is None for count in counts):  # (expired: not known here)
-        return ": what was indexed is kept"
+        return ": what was indexed is kept" if indexed is None or indexed else ""
     return ": what was indexed is kept" if any(counts) else ""
 
 

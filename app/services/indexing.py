@@ -2322,7 +2322,7 @@ class IndexService:
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     job.message = (f"stopped ({why}) with {plural(indexed, 'document')} "
                                    f"indexed; run `{resume}` (or submit the job) again to "
-                                   f"resume{kept_said(job)}"
+                                   f"resume{kept_said(job, indexed)}"
                                    + (f"; {printable(report.stopped_within)} was stopped part-way "
                                       f"and {READ_AGAIN}" if report.stopped_within else ""))
                 else:

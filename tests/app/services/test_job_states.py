@@ -353,3 +353,17 @@ def test_the_resume_hint_of_a_job_with_a_text_column_names_it(tmp_path):
         assert job is not None
         state, message = effective_state(job)
         assert state == "interrupted" and "--text-column 'body text'" in (message or ""), message
+
+
+def test_a_resume_hint_says_what_was_kept_from_the_runs_count_where_the_row_cannot() -> None:
+    """After a rollback in an outage the row's counts are not loaded (and must not be read):
+    the run's own count says whether anything was kept; without one it is said (the
+    verification round of the fourth session of 2026-12-07: a job of 0 indexed read "... with
+    0 documents indexed; ... resume: what was indexed is kept")."""
+    from app.services.collections import kept_said
+
+    class Expired:  # a row whose counts were expired by the rollback: none loaded
+        pass
+
+    assert kept_said(Expired(), 0) == ""
+    assert kept_said(Expired(), 3) == kept_said(Expired()) == ": what was indexed is kept"
