@@ -1951,7 +1951,21 @@ class IndexService:
         sent to the workers, a worker job (a worker plans a job only once the collection's
         lease is free: ``WriterBusy``). The latter held only in the server that sent the worker
         job, by a job id it never let go (``handed_off``): a server started since refused the
-        same upload (409) that this one queued."""
+        same upload (409) that this one queued. Nor while a `--background` job of another
+        process, queued into ``coll``, has not taken the lease yet (its detached process
+        starting): two submitted together both answered "queued" (exit 0), and the second
+        failed a moment later, "never started" (the multi-process exploration of the fourth
+        session of 2026-12-07)."""
+        if runner != "celery":
+            J = md.IndexJob
+            for waiting in session.scalars(select(J).where(
+                    J.collection_id == coll.id, J.state == "queued", J.runner == "process",
+                    J.pid != os.getpid(), J.host == leases.HOST).order_by(J.id)):
+                if leases.pid_alive(waiting.pid):
+                    raise ConflictError(
+                        f"collection {coll.name!r} has job {waiting.id} queued by `facet index "
+                        f"--background` (pid {waiting.pid}), about to index it: "
+                        f"{follow_hint(waiting.id)}, then send this one again")
         current = leases.live_holder(session, coll.id)
         for _ in range(8):  # (a new holder each time round: bounded, however busy)
             if current is None:

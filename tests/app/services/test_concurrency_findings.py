@@ -198,3 +198,37 @@ def test_a_job_cancelled_at_its_first_encoding_step_counts_the_failed_documents_
     assert (job.state, job.docs_indexed) == ("cancelled", 0), job
     assert sorted(e["document"].rsplit("/", 1)[-1] for e in job.errors) == ["a-empty.txt", "b-binary.txt"]
     assert (job.docs_failed, job.docs_seen) == (2, 2), job
+
+
+def test_a_job_beside_a_background_job_still_starting_is_refused(make_ctx, tmp_path) -> None:
+    """Two `facet index --background` into one collection at once both answered "queued"
+    (exit 0): the second's detached process met the first's and failed "never started". A job
+    queued by `--background` whose process is alive but holds no lease yet is a writer about to
+    start: refused as one (the multi-process exploration of the fourth session of 2026-12-07).
+    A real live process stands for the detached `facet run-job`."""
+    import subprocess
+    import sys
+
+    from app.services.indexing import IndexService
+    from indexer import metadata as md
+
+    from .conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    first = IndexService(ctx).prepare(tmp_path / "src", "z", runner="process")
+    starting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with ctx.sessions() as session:
+            md.get_job(session, first.job_id).pid = starting.pid
+            session.commit()
+        for runner in ("process", "inline", "thread"):
+            with pytest.raises(ConflictError, match=rf"collection 'z' has job {first.job_id} queued by "
+                                                    rf"`facet index --background` \(pid {starting.pid}\)"):
+                IndexService(ctx).prepare(tmp_path / "src", "z", runner=runner)
+    finally:
+        starting.kill()
+        starting.wait()
+    # Its process gone (killed before it ran): no writer, the job may be sent again.
+    again = IndexService(ctx).prepare(tmp_path / "src", "z", runner="inline")
+    assert again.job_id != first.job_id
