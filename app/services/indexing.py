@@ -3527,7 +3527,16 @@ class IndexService:
                 logger.debug("collection %r: embedder %r taken off again, its job %s wrote "
                              "none of its vectors", collection, name, job_id)
         except (SQLAlchemyError, OSError) as e:  # what the caller is told stands
-            logger.warning("could not take embedder %r off collection %r: %s", name, collection, e)
+            from sqlalchemy.exc import OperationalError
+
+            # The database out of reach: the caller's error says it (and how to resume, which
+            # writes the embedder's vectors); this was a three-line SQLAlchemy warning before
+            # that one line, naming a clean-up that had nothing to do (the multi-process
+            # exploration of the fourth session of 2026-12-07).
+            said = as_domain_error(e)
+            logger.log(logging.DEBUG if isinstance(e, OperationalError) else logging.WARNING,
+                       "could not take embedder %r off collection %r: %s", name, collection,
+                       said or str(e).splitlines()[0])
 
     @staticmethod
     def _loadable(spec: str) -> bool:
