@@ -206,8 +206,10 @@ def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
 
 
 def _server_text(holder: dict[str, object]) -> str:
-    from app.services.context import server_who
+    from app.services.context import MOVER, server_who
 
+    if holder.get("command") == MOVER:  # (another move: no server to stop)
+        return f"another `facet move-metadata` (pid {holder.get('pid')}) is moving it"
     return f"a Facet server ({server_who(holder, since=False)}) serves the data folder"
 
 
@@ -684,6 +686,13 @@ def _holding_folder(settings: FacetSettings) -> Iterator[None]:
         try:
             held.enter_context(holding_server_lock(Path(settings.data_dir), MOVER))
         except FolderHeld as e:
+            if (e.holder or {}).get("command") == MOVER:
+                # Another move, not a server: "stop `facet serve`" sent its user looking for
+                # one (the multi-process exploration of the fourth session of 2026-12-07).
+                raise ConflictError(
+                    f"the metadata is being moved by another `facet move-metadata` (pid "
+                    f"{(e.holder or {}).get('pid')}): wait for it to end, then see where it "
+                    "went (`facet collections`); nothing was written") from None
             raise ConflictError(
                 f"the metadata is being written: {_server_text(e.holder)}; stop "
                 "`facet serve`, `facet ui` and the workers, then move; nothing was written"

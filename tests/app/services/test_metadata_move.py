@@ -571,6 +571,33 @@ def test_an_idle_server_on_the_folder_refuses_the_move(tmp_path, postgres) -> No
     assert _move(data, target).returncode == 0
 
 
+def test_a_move_beside_another_move_says_so(tmp_path, postgres) -> None:  # noqa: F811
+    """Two moves at once: the second was told "a Facet server (facet move-metadata, pid N) serves
+    the data folder; stop `facet serve`..." (the multi-process exploration of the fourth session
+    of 2026-12-07). It names the other move and says to wait. A real process holds the lock as
+    a move does (``holding_server_lock`` with ``MOVER``)."""
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    target = _database(postgres, "beside_a_move")
+    hold = ("import sys, time\nfrom pathlib import Path\n"
+            "from app.services.context import MOVER, holding_server_lock\n"
+            "with holding_server_lock(Path(sys.argv[1]), MOVER):\n"
+            "    print('locked', flush=True)\n    time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(data)], stdout=subprocess.PIPE,
+                              cwd=Path(__file__).resolve().parents[3],
+                              env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3])))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        refused = _move(data, target)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 5, refused.stderr
+    assert f"another `facet move-metadata` (pid {holder.pid})" in refused.stderr, refused.stderr
+    assert "stop `facet serve`" not in refused.stderr and "a Facet server" not in refused.stderr
+    assert _tables(target) == set()
+
+
 def test_a_no_or_a_refusal_writes_nothing_to_the_target(tmp_path, postgres) -> None:  # noqa: F811
     """Answering `n`, or a refusal, left Facet's 9-table schema in the target: the checks and
     the question read it only; only the move itself migrates it."""
