@@ -711,6 +711,26 @@ def test_a_chunk_waits_for_another_worker_holding_the_store_before_any_work(make
     assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 3
 
 
+def _run_while_row_becomes(ctx, service: ChunkedIndexService, job_id: int, number: int,
+                           **values):  # type: ignore[no-untyped-def]
+    """``service.run_chunk`` of chunk ``number``, its row set to ``values`` as the run writes
+    (another worker or a cancel acting while this run stalled past its claim)."""
+    real_upsert = ctx.store.upsert
+
+    def meanwhile(collection, points):  # type: ignore[no-untyped-def]
+        C = md.JobChunk
+        with ctx.sessions() as s:
+            s.execute(update(C).where(C.job_id == job_id, C.number == number).values(**values))
+            s.commit()
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = meanwhile
+    try:
+        return service.run_chunk(job_id, number)
+    finally:
+        ctx.store.upsert = real_upsert
+
+
 def test_a_chunk_handed_back_while_its_run_stalled_is_said_queued_not_taken_over(make_ctx,
                                                                              tmp_path) -> None:
     """Its claim lapsed, another worker claimed the chunk and handed it back (it met the store
@@ -719,19 +739,8 @@ def test_a_chunk_handed_back_while_its_run_stalled_is_said_queued_not_taken_over
     write_corpus(tmp_path / "src", 2)
     ctx = make_ctx(lease_ttl_s=60.0)
     a, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
-    real_upsert = ctx.store.upsert
-
-    def handed_back(collection, points):  # type: ignore[no-untyped-def]
-        C = md.JobChunk
-        with ctx.sessions() as s:
-            s.execute(update(C).where(C.job_id == prepared.job_id, C.number == numbers[0])
-                      .values(state="queued", claimed_until=None, worker="other-host:2"))
-            s.commit()
-        return real_upsert(collection, points)
-
-    ctx.store.upsert = handed_back  # type: ignore[method-assign]
-    first = a.run_chunk(prepared.job_id, numbers[0])
-    ctx.store.upsert = real_upsert  # type: ignore[method-assign]
+    first = _run_while_row_becomes(ctx, a, prepared.job_id, numbers[0],
+                                   state="queued", claimed_until=None, worker="other-host:2")
     assert first.outcome == "duplicate", first
     assert "the chunk went back to the queue, to run again" in (first.message or ""), first.message
     assert "took the chunk over" not in (first.message or "")
@@ -751,19 +760,8 @@ def test_a_chunk_cancelled_while_its_run_stalled_and_a_store_check_that_fails_ot
     write_corpus(tmp_path / "src", 2)
     ctx = make_ctx(lease_ttl_s=60.0)
     a, prepared, numbers = _plan(ctx, tmp_path / "src", "c", chunk_docs=1)
-    real_upsert = ctx.store.upsert
-
-    def cancelled(collection, points):  # type: ignore[no-untyped-def]
-        C = md.JobChunk
-        with ctx.sessions() as s:
-            s.execute(update(C).where(C.job_id == prepared.job_id, C.number == numbers[0])
-                      .values(state="cancelled", claimed_until=None))
-            s.commit()
-        return real_upsert(collection, points)
-
-    ctx.store.upsert = cancelled  # type: ignore[method-assign]
-    first = a.run_chunk(prepared.job_id, numbers[0])
-    ctx.store.upsert = real_upsert  # type: ignore[method-assign]
+    first = _run_while_row_becomes(ctx, a, prepared.job_id, numbers[0],
+                                   state="cancelled", claimed_until=None)
     assert first.outcome == "duplicate", first
     assert (first.message or "").startswith("the claim lapsed and the job was cancelled meanwhile"), first
     assert a.worker not in (first.message or "")
