@@ -419,7 +419,14 @@ def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) 
     # A name no embedder loads as (no instemb checkpoint in FACET_CHECKPOINT_DIR) is not one
     # FACET_API_MODELS could serve: that advice sent the user to list it, for a 404 again.
     names = set(embedder_names())
-    absent = [name for name in refused if name.split("[", 1)[0] not in names]
+
+    def installed(name: str) -> bool:  # a registered name, or a checkpoint folder that is there
+        from embedders.registry import is_checkpoint_dir
+
+        base_name = name.split("[", 1)[0]
+        return base_name in names or is_checkpoint_dir(Path(base_name).expanduser())
+
+    absent = [name for name in refused if not installed(name)]
     unserved = [name for name in refused if name not in absent]
     why = ([f"this server does not serve {' or '.join(unserved)}: FACET_API_MODELS sets what it "
             "serves"] if unserved else []) + \

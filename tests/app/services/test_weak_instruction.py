@@ -109,6 +109,11 @@ def test_the_served_advice_names_the_model_the_note_is_about() -> None:
     assert note is not None and note.endswith(
         "read it in full: docs/indexing.md; this server does not serve minilm[instruction_weight=1]: "
         "FACET_API_MODELS sets what it serves)"), note
+    # A reranker named by its checkpoint's path: installed (it was said "not installed here").
+    path = str(checkpoint_dir() / "inbedder")
+    note = served_note(weak_instruction_note([path]), "instemb", lambda name: name == "instemb")
+    assert note is not None and "not installed" not in note, note
+    assert f"this server does not serve {path}[instruction_weight=1]" in note, note
 
 
 def test_an_embed_says_when_its_instruction_barely_steers(messages) -> None:
