@@ -206,10 +206,8 @@ def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
 
 
 def _server_text(holder: dict[str, object]) -> str:
-    from app.services.context import MOVER, server_who
+    from app.services.context import server_who
 
-    if holder.get("command") == MOVER:  # (another move: no server to stop)
-        return f"another `facet move-metadata` (pid {holder.get('pid')}) is moving it"
     return f"a Facet server ({server_who(holder, since=False)}) serves the data folder"
 
 
@@ -252,7 +250,22 @@ def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
     return found
 
 
+def _another_move(holder: dict[str, object]) -> ConflictError:
+    """The refusal of a move beside another move (``holder``: its server lock's record): to
+    wait for it, not to stop a server (the multi-process exploration of the fourth session of
+    2026-12-07)."""
+    return ConflictError(f"the metadata is being moved by another `facet move-metadata` (pid "
+                         f"{holder.get('pid')}): wait for it to end, then see where it went "
+                         "(`facet collections`); nothing was written")
+
+
 def _refuse_busy(session: Session, settings: FacetSettings | None = None) -> None:
+    if settings is not None:
+        from app.services.context import MOVER, folder_server
+
+        server = folder_server(Path(settings.data_dir))
+        if server is not None and server.get("command") == MOVER and server.get("pid") != os.getpid():
+            raise _another_move(server)  # (asked before the move's own lock: without -y)
     busy = _busy(session, settings)
     if busy:
         raise ConflictError(
@@ -687,12 +700,7 @@ def _holding_folder(settings: FacetSettings) -> Iterator[None]:
             held.enter_context(holding_server_lock(Path(settings.data_dir), MOVER))
         except FolderHeld as e:
             if (e.holder or {}).get("command") == MOVER:
-                # Another move, not a server: "stop `facet serve`" sent its user looking for
-                # one (the multi-process exploration of the fourth session of 2026-12-07).
-                raise ConflictError(
-                    f"the metadata is being moved by another `facet move-metadata` (pid "
-                    f"{(e.holder or {}).get('pid')}): wait for it to end, then see where it "
-                    "went (`facet collections`); nothing was written") from None
+                raise _another_move(e.holder) from None
             raise ConflictError(
                 f"the metadata is being written: {_server_text(e.holder)}; stop "
                 "`facet serve`, `facet ui` and the workers, then move; nothing was written"

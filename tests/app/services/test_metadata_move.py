@@ -589,12 +589,15 @@ def test_a_move_beside_another_move_says_so(tmp_path, postgres) -> None:  # noqa
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
         refused = _move(data, target)
+        asked = invoke_cli("move-metadata", "--to", target, env={"FACET_DATA_DIR": str(data)},
+                           input="n\n")  # (without -y: the plan is checked first)
     finally:
         holder.kill()
         holder.wait()
-    assert refused.returncode == 5, refused.stderr
-    assert f"another `facet move-metadata` (pid {holder.pid})" in refused.stderr, refused.stderr
-    assert "stop `facet serve`" not in refused.stderr and "a Facet server" not in refused.stderr
+    for done in (refused, asked):
+        assert done.returncode == 5, done.stderr
+        assert f"another `facet move-metadata` (pid {holder.pid})" in done.stderr, done.stderr
+        assert "stop `facet serve`" not in done.stderr and "a Facet server" not in done.stderr
     assert _tables(target) == set()
 
 
