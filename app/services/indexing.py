@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
@@ -1458,6 +1459,10 @@ def _count_failed(job: md.IndexJob, report: IndexReport) -> None:
     job.docs_failed = max(job.docs_failed, report.docs_failed)
 
 
+# How long after it was queued a `--background` job whose process is alive counts as starting,
+# a writer about to take the lease (``IndexService._refuse_other_writer``).
+BACKGROUND_START_S = 60.0
+
 # The steps of a job's end a cancel after its last batch stops before (``cancelled_message``).
 OPTIMIZE_STEP = "optimizing the store"
 
@@ -1957,15 +1962,21 @@ class IndexService:
         failed a moment later, "never started" (the multi-process exploration of the fourth
         session of 2026-12-07)."""
         if runner != "celery":
+            # Queued in the last minute only: its process takes the lease within seconds, and a
+            # row left queued by one killed before it ran must not hold the collection for good
+            # once another process gets that pid.
             J = md.IndexJob
+            recent = md.utcnow() - timedelta(seconds=BACKGROUND_START_S)
             for waiting in session.scalars(select(J).where(
                     J.collection_id == coll.id, J.state == "queued", J.runner == "process",
-                    J.pid != os.getpid(), J.host == leases.HOST).order_by(J.id)):
+                    J.pid != os.getpid(), J.host == leases.HOST, J.queued_at >= recent
+            ).order_by(J.id)):
                 if leases.pid_alive(waiting.pid):
                     raise ConflictError(
                         f"collection {coll.name!r} has job {waiting.id} queued by `facet index "
                         f"--background` (pid {waiting.pid}), about to index it: "
-                        f"{follow_hint(waiting.id)}, then send this one again")
+                        f"{follow_hint(waiting.id)}, or cancel it (`facet jobs {waiting.id} "
+                        "--cancel`), then send this one again")
         current = leases.live_holder(session, coll.id)
         for _ in range(8):  # (a new holder each time round: bounded, however busy)
             if current is None:

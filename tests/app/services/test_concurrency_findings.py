@@ -226,6 +226,16 @@ def test_a_job_beside_a_background_job_still_starting_is_refused(make_ctx, tmp_p
             with pytest.raises(ConflictError, match=rf"collection 'z' has job {first.job_id} queued by "
                                                     rf"`facet index --background` \(pid {starting.pid}\)"):
                 IndexService(ctx).prepare(tmp_path / "src", "z", runner=runner)
+        # Queued over a minute ago, its pid alive (another process's now, the job's killed
+        # before it ran): no writer starting, nothing held for good (the verification round).
+        import datetime
+
+        with ctx.sessions() as session:
+            md.get_job(session, first.job_id).queued_at = md.utcnow() - datetime.timedelta(minutes=2)
+            session.commit()
+        later = IndexService(ctx).prepare(tmp_path / "src", "z", runner="thread")
+        assert later.job_id != first.job_id
+        IndexService(ctx).abandon_queued(later.job_id)
     finally:
         starting.kill()
         starting.wait()
