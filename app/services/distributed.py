@@ -226,12 +226,13 @@ class _ClaimLost(Exception):
         if state == "cancelled":
             return ("the claim lapsed and the job was cancelled meanwhile; this run's counts are "
                     "dropped")
-        if state == "queued" or (holder is not None and holder == me):
+        if state == "queued":
             return ("the claim lapsed and the chunk went back to the queue, to run again; this "
                     "run's counts are dropped (its points are the same)")
+        who = "another run in this worker" if holder is not None and holder == me else holder
         taken = "took the chunk over" + {"done": " and finished it", "failed": " and failed it"}.get(
             str(state), "")
-        return (f"the claim lapsed and {holder} {taken}; this run's counts are dropped (its "
+        return (f"the claim lapsed and {who} {taken}; this run's counts are dropped (its "
                 "points are the same)")
 
 
@@ -1205,11 +1206,12 @@ class ChunkedIndexService:
                 finished = self._cancel_chunks(session, job_id)
                 return ChunkOutcome(job_id, number, "skipped", finished_job=finished,
                                     message="job cancelled")
-            self._wait_if_store_held(job.collection.name, job_id, number)
             chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == job_id,
                                                              md.JobChunk.number == number))
             if chunk is None:
                 return ChunkOutcome(job_id, number, "gone", message="no such chunk")
+            if chunk.state not in ("done", "failed"):  # (a finished one completes its job now)
+                self._wait_if_store_held(job.collection.name, job_id, number)
             if not self._claim(session, job_id, number):
                 session.refresh(chunk)
                 if chunk.state in ("done", "failed"):

@@ -765,6 +765,11 @@ def test_a_chunk_cancelled_while_its_run_stalled_and_a_store_check_that_fails_ot
     assert first.outcome == "duplicate", first
     assert (first.message or "").startswith("the claim lapsed and the job was cancelled meanwhile"), first
     assert a.worker not in (first.message or "")
+    # Another thread of this very worker (a threads pool) ran it: said so, not "back to the queue".
+    b, again, more = _plan(ctx, tmp_path / "src", "c2", chunk_docs=1)
+    mine = _run_while_row_becomes(ctx, b, again.job_id, more[0], state="done", worker=b.worker)
+    assert (mine.message or "").startswith("the claim lapsed and another run in this worker took "
+                                           "the chunk over and finished it"), mine
 
     def refused(collection, *, wait_s=None):  # type: ignore[no-untyped-def]
         raise StoreError("Qdrant at http://q:6333 refused the request: HTTP 401")
