@@ -1479,13 +1479,8 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
         warnings.append(f"{path}: about {tags:,} tags, over {HTML_TREE_MAX_TAGS:,}: read as a "
                         "stream of its text (in bounded memory) rather than as a tree")
     else:
-        from bs4 import BeautifulSoup
-
-        soup = BeautifulSoup(text, "html.parser")
-        for tag in soup(["script", "style", "noscript", "template"]):
-            tag.decompose()
-        title = soup.title.get_text(strip=True) if soup.title else None
-        text = _drop_invisible(_html_text(_page_of(soup)))
+        title, text = _html_tree_text(text)
+        text = _drop_invisible(text)
     # A table row is one line (``tr`` is a block), its cells parted by _CELL_SEPARATOR; a cell's
     # own blocks (a <p> in a <td>, a layout table's page) still break lines.
     lines = [_CELL_SEPARATOR.join(c for c in (" ".join(cell.split()) for cell in segment.split(_CELL))
@@ -1495,6 +1490,24 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
     # <title> alone.
     body = _titled(title, "\n".join(x for x in lines if x))
     return ParsedDocument(str(path), str(path), body, title=title or None, warnings=warnings)
+
+
+def _html_tree_text(text: str) -> tuple[str | None, str]:
+    """A page's title and text read as a tree (``_HtmlTextStream`` reads the same from the
+    tokens, past ``HTML_TREE_MAX_TAGS``)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(text, "html.parser")
+    for tag in soup(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    # An inline SVG's <title> and <desc> are a tooltip and a description, not the page's title
+    # or text: an icon's "IconTitle" was the page's title, pasted before its text (the indexing
+    # exploration of the fourth session of 2026-12-07).
+    for tag in soup(["title", "desc"]):
+        if tag.find_parent("svg") is not None:
+            tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else None
+    return title, _html_text(_page_of(soup))
 
 
 def _page_of(soup: Any) -> Any:
@@ -1597,6 +1610,9 @@ class _HtmlTextStream(HTMLParser):
         self._title: list[str] | None = None  # the first <title>'s strings
         self._title_depth: int | None = None
         self._pending: list[str] = []
+        # The depths of the open <title>/<desc> of an inline SVG (a tooltip, a description):
+        # dropped with what they hold, as the tree drops them.
+        self._svg_notes: list[int] = []
         # Empty elements opened with no end of their own, by name: a count, not a list scanned
         # at every end tag (100,000 <br>s took 112 s).
         self._ended_empty: dict[str, int] = {}
@@ -1633,6 +1649,10 @@ class _HtmlTextStream(HTMLParser):
             self._head_seen, self._head_depth = True, len(self._open)
         elif tag == "body" and self._head_depth is not None and not self._dropped:
             self._head_holds_body = True
+        elif tag in ("title", "desc") and self._opened.get("svg"):
+            self._svg_notes.append(len(self._open))
+            self._dropped += 1
+            return
         elif tag == "title" and self._title is None and not self._dropped:
             self._title, self._title_depth = [], len(self._open)
         if tag in self._DROPPED:
@@ -1663,7 +1683,10 @@ class _HtmlTextStream(HTMLParser):
         depth = len(self._open)
         tag = self._open.pop()
         self._opened[tag] -= 1
-        if tag in self._DROPPED:
+        if self._svg_notes and self._svg_notes[-1] == depth:
+            self._svg_notes.pop()
+            self._dropped -= 1
+        elif tag in self._DROPPED:
             self._dropped -= 1
         elif tag in self._NOT_TEXT:
             self._not_text -= 1

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _TAGS = ["div", "p", "span", "b", "td", "th", "tr", "table", "script", "style", "noscript",
          "template", "title", "body", "head", "html", "rt", "rp", "ruby", "li", "ul", "hr", "br",
-         "img", "a", "pre", "textarea", "h1"]
+         "img", "a", "pre", "textarea", "h1", "svg", "desc"]
 _TEXTS = ["word", " two words ", "&amp;", "&amp", "&ampword", "&foo;", "&lt;x&gt;", "&nbsp;",
           "caf&eacute;", "a\x01b", "\n", "  ", "<!-- c -->", "<![CDATA[cd]]>", "<!DOCTYPE html>",
           "x < y", "&#65;", "&#x42;", "&#150;", "&#12x", "<?pi?>", "\u00ad"]
@@ -30,13 +30,7 @@ _TEXTS = ["word", " two words ", "&amp;", "&amp", "&ampword", "&foo;", "&lt;x&gt
 
 def _tree(text: str) -> tuple[str | None, str]:
     """What ``_parse_html`` reads under the threshold (its tree path)."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(text, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else None
-    return title, parsing._html_text(parsing._page_of(soup))
+    return parsing._html_tree_text(text)
 
 
 def _stream(text: str) -> tuple[str | None, str]:
@@ -119,6 +113,24 @@ def test_a_page_at_or_under_the_threshold_keeps_the_tree(tmp_path, monkeypatch, 
     monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 2 + tags)  # <p>, </p> and the <br>s
     [doc] = list(parsing.parse_file(page))
     assert doc.warnings == [] and doc.text == "a"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_inline_svgs_title_is_neither_the_pages_title_nor_its_text(tmp_path, monkeypatch,
+                                                                      stream) -> None:
+    """An icon's <title> (a tooltip) was the page's title and the first line of its text (the
+    indexing exploration of the fourth session of 2026-12-07); its <desc> was text too."""
+    if stream:
+        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
+    bare, headed = tmp_path / "bare.html", tmp_path / "headed.html"
+    bare.write_text("<html><head></head><body><svg><title>IconTitle</title><desc>A gear</desc>"
+                    "<path/></svg><p>Body paragraph text</p></body></html>")
+    headed.write_text("<html><head><title>Head T</title></head><body><svg><title>Icon</title>"
+                      "<text>Label</text></svg><p>x y</p></body></html>")
+    [doc] = list(parsing.parse_file(bare))
+    assert (doc.title, doc.text) == (None, "Body paragraph text"), doc
+    [doc] = list(parsing.parse_file(headed))
+    assert doc.title == "Head T" and doc.text.splitlines() == ["Head T", "Label", "x y"], doc.text
 
 
 @pytest.mark.parametrize("stream", [False, True])
