@@ -2365,7 +2365,12 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     text = _without_nul(text, f"{said_at}: field {text_field!r}", notes)
     title = _without_nul(title, f"{said_at}: field {title_field!r}", notes) or None if title else None
     full = f"{title}\n{text}" if title and text.strip() and text_field != title_field else text
-    meta, dropped, said = _scalar_metadata(record, {text_field, title_field,
+    # An id column left empty (or blank) is no metadata either: it was stored as `id=''` on a
+    # record keyed by its line, where a filled one is the key and no field (the indexing
+    # exploration of the fourth session of 2026-12-07).
+    no_id = {f for f in _named(record, _ID_FIELDS)
+             if record[f] is None or (isinstance(record[f], str) and blank(record[f]))}
+    meta, dropped, said = _scalar_metadata(record, {text_field, title_field, *no_id,
                                                     *(f for f in (id_field,) if f)}, noted)
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
                          warnings=[*notes, *(f"{said_at}: {d}" for d in dropped)])

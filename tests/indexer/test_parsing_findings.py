@@ -110,6 +110,13 @@ def test_a_jsonl_id_of_blanks_is_no_id(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps({"id": i, "text": "t"}) + "\n"
                             for i in ("   ", "\u200b", "", " ok ")))
     assert [d.key for d in _docs(path)] == [f"{path}#L1", f"{path}#L2", f"{path}#L3", " ok "]
+    # Nor is such an id a metadata field: it was stored as `id=''` (`id='   '`) beside the
+    # line's key, where a filled id is the key and no field (the indexing exploration of the
+    # fourth session of 2026-12-07); a csv's empty id cell likewise.
+    assert [d.metadata for d in _docs(path)] == [{}, {}, {}, {}]
+    table = tmp_path / "r.csv"
+    table.write_text("id,text,k\n,empty id cell,2\nb,with id,3\n")
+    assert [(d.key, d.metadata) for d in _docs(table)] == [(f"{table}#row2", {"k": "2"}), ("b", {"k": "3"})]
 
 
 def test_an_html_title_is_part_of_the_text_as_a_jsonl_title_is(tmp_path: Path) -> None:
