@@ -314,7 +314,10 @@ def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str,
         if not (math.isfinite(value) and value > 0):  # nan passed `<= 0`, then failed the first batch
             raise ValueError(f"weight of {name!r} must be a positive finite number, got {weight.strip()!r}")
         mix[name] = value
-    given = math.fsum(mix.values())  # (exact: 0.6 + 0.3 + 0.1 summed in order is 0.9999999999999999)
+    try:  # (exact: 0.6 + 0.3 + 0.1 summed in order is 0.9999999999999999)
+        given = math.fsum(mix.values())
+    except OverflowError:  # (fsum's own word for a sum past the largest float)
+        given = math.inf
     if not math.isfinite(given):
         raise ValueError("the --tasks weights add up past the largest number; give smaller ones")
     unweighted = [name for name, weight in mix.items() if not weight]
