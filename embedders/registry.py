@@ -1266,6 +1266,17 @@ def saved_name(name_or_path: str) -> str | None:
     return str(name) if name else None
 
 
+def findable(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` names an embedder this process finds (a registered name, a
+    checkpoint directory that is there, options its embedder takes), read without loading it:
+    ``check_embedder`` without its error."""
+    try:
+        check_embedder(name_or_path)
+    except EmbedderError:
+        return False
+    return True
+
+
 def check_embedder(name_or_path: str) -> None:
     """Check, without loading any weights, that ``name_or_path`` can be loaded: a registered
     name, or a checkpoint directory whose config a known method reads, and the ``[key=value]``

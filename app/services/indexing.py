@@ -3551,16 +3551,10 @@ class IndexService:
 
     @staticmethod
     def _loadable(spec: str) -> bool:
-        """Whether ``spec`` names an embedder this process finds (a registered name, a
-        checkpoint directory that is there), read without loading it."""
-        from embedders.errors import EmbedderError
-        from embedders.registry import check_embedder
+        """Whether ``spec`` names an embedder this process finds (``registry.findable``)."""
+        from embedders.registry import findable
 
-        try:
-            check_embedder(spec)
-        except EmbedderError:
-            return False
-        return True
+        return findable(spec)
 
     def _own_folders(self) -> tuple[Path, ...]:
         """The folders a walk of a source leaves out: this process's data folder (its vector

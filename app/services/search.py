@@ -406,7 +406,7 @@ def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) 
     offered a name the server answers 404 (``FACET_API_MODELS`` sets what it serves)."""
     if not note or WEAK_INSTRUCTION_NOTE not in note:
         return note
-    from embedders.registry import embedder_names
+    from embedders.registry import findable
 
     # The model the note is about, as it names it: a reranker's where the reranker orders the
     # results (it named the first stage's: "does not serve instemb[instruction_weight=1]" for a
@@ -418,15 +418,9 @@ def served_note(note: str | None, embedder: str, served: Callable[[str], bool]) 
         return note
     # A name no embedder loads as (no instemb checkpoint in FACET_CHECKPOINT_DIR) is not one
     # FACET_API_MODELS could serve: that advice sent the user to list it, for a 404 again.
-    names = set(embedder_names())
-
-    def installed(name: str) -> bool:  # a registered name, or a checkpoint folder that is there
-        from embedders.registry import is_checkpoint_dir
-
-        base_name = name.split("[", 1)[0]
-        return base_name in names or is_checkpoint_dir(Path(base_name).expanduser())
-
-    absent = [name for name in refused if not installed(name)]
+    # Installed: a registered name, or a checkpoint folder that is there (its path, as a note
+    # about a reranker given by path names it), found as any spec is found.
+    absent = [name for name in refused if not findable(name)]
     unserved = [name for name in refused if name not in absent]
     why = ([f"this server does not serve {' or '.join(unserved)}: FACET_API_MODELS sets what it "
             "serves"] if unserved else []) + \
