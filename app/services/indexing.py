@@ -3538,14 +3538,13 @@ class IndexService:
                 logger.debug("collection %r: embedder %r taken off again, its job %s wrote "
                              "none of its vectors", collection, name, job_id)
         except (SQLAlchemyError, OSError) as e:  # what the caller is told stands
-            from sqlalchemy.exc import OperationalError
-
-            # The database out of reach: the caller's error says it (and how to resume, which
-            # writes the embedder's vectors); this was a three-line SQLAlchemy warning before
-            # that one line, naming a clean-up that had nothing to do (the multi-process
-            # exploration of the fourth session of 2026-12-07).
+            # The database server out of reach: the caller's error says it (and how to resume,
+            # which writes the embedder's vectors); this was a three-line SQLAlchemy warning
+            # before that one line, naming a clean-up that had nothing to do (the multi-process
+            # exploration of the fourth session of 2026-12-07). SQLite's own refusals (locked,
+            # read-only) still warn: the embedder stays recorded with no vectors.
             said = as_domain_error(e)
-            logger.log(logging.DEBUG if isinstance(e, OperationalError) else logging.WARNING,
+            logger.log(logging.DEBUG if _database_gone(e, chain=True) is not None else logging.WARNING,
                        "could not take embedder %r off collection %r: %s", name, collection,
                        said or str(e).splitlines()[0])
 
