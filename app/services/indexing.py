@@ -1911,17 +1911,19 @@ class IndexService:
                                 self.store.check_free(collection)
                             except StoreBusyError as e:
                                 self._refuse_busy_store(session, coll, runner, e)
+                    # A disk too full is refused now too: the job was accepted (a 202, "queued")
+                    # and failed the same second, its new collection left empty.
+                    self.check_room(started=False)
                     if runner == "thread" and not created:
                         # This process runs the job (a server's queue) and keeps the shard open
                         # as the job will: opened now, a store whose files cannot be read is a
                         # refusal (422) with no job, not a 202 and a job failed a second later
-                        # (the API exploration of the third session of 2026-12-07).
+                        # (the API exploration of the third session of 2026-12-07). The last
+                        # check: a refusal after it left the collection open with no job to let
+                        # it go.
                         with _store_errors():
                             if self.store.collection_exists(collection):
                                 self.store.count(collection)
-                    # A disk too full is refused now too: the job was accepted (a 202, "queued")
-                    # and failed the same second, its new collection left empty.
-                    self.check_room(started=False)
                 fields: dict[str, Any] = {
                     "collection": collection, "source": str(source.resolve()), "embedder": spec,
                     "options": options, "load_s": load_s,
