@@ -302,7 +302,8 @@ class Embeddings:
             stripped, or the default an embedder that always reads one renders in its place.
         vectors: float32 ``(n, dim)``, L2-normalised.
         tokens: tokens the embedder read (texts cut at its ``max_length``), prompts excluded.
-        instruction_read: whether the embedder read the instruction: None without one, False
+        instruction_read: whether the embedder read the instruction: None without one (or with
+            one it reads as none, InBedder's own default: ``reads_bare``), False
             for an embedder registered as reading none (its vectors are the same under any),
             as a search's ``instruction_read`` says; ``note`` then says so.
         note: what the vectors cannot show (the instruction not read, or read at a weak blend:

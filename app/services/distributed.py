@@ -203,7 +203,9 @@ class WriterBusy(FacetError):
 
 
 class ChunkBusy(FacetError):
-    """The chunk is claimed by a worker that still renews the claim: try again later."""
+    """The chunk is claimed by a worker that still renews the claim, or another worker holds the
+    collection's embedded store (``_wait_if_store_held``): try again later, a turn, not one of
+    the transient retries."""
 
     def __init__(self, message: str, retry_in_s: float) -> None:
         super().__init__(message)
@@ -211,9 +213,11 @@ class ChunkBusy(FacetError):
 
 
 class _ClaimLost(Exception):
-    """This worker's claim on the chunk lapsed and another worker took the chunk over (this
-    process stalled past ``lease_ttl_s`` while the task was re-delivered): the chunk's
-    transaction is rolled back, so only the other worker's run counts."""
+    """This worker's claim on the chunk lapsed (this process stalled past ``lease_ttl_s``) and
+    the chunk's row moved on meanwhile: another run took it over (another worker's, or another
+    thread's of this one), it went back to the queue, or its job was cancelled or deleted
+    (``message`` says which). The chunk's transaction is rolled back: only the other run, or
+    the next, counts."""
 
     @staticmethod
     def message(holder: str | None, state: str | None = "running", me: str | None = None) -> str:
@@ -1171,7 +1175,8 @@ class ChunkedIndexService:
         """Index one chunk of a planned job (see the module docstring).
 
         Raises:
-            ChunkBusy: another live worker holds the chunk's claim.
+            ChunkBusy: another live worker holds the chunk's claim, or the collection's
+                embedded store (the chunk is neither claimed nor encoded).
             JobGone: the job is not in this database, whose highest job id ever is below it:
                 the job of a server on another database (the task sends it back).
             Transient errors of the store or database (the caller retries them; call

@@ -771,8 +771,12 @@ def test_a_chunk_cancelled_while_its_run_stalled_and_a_store_check_that_fails_ot
     assert (mine.message or "").startswith("the claim lapsed and another run in this worker took "
                                            "the chunk over and finished it"), mine
 
+    asked: list[str] = []
+
     def refused(collection, *, wait_s=None):  # type: ignore[no-untyped-def]
+        asked.append(collection)
         raise StoreError("Qdrant at http://q:6333 refused the request: HTTP 401")
 
     monkeypatch.setattr(ctx.store, "check_free", refused)
     assert a.run_chunk(prepared.job_id, numbers[1]).outcome == "done"  # the write's to meet
+    assert asked == ["c"]  # (the check before the claim ran, and let the error go on)
