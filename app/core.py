@@ -42,7 +42,13 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
+from app.encoding import (
+    BatchingQueryEncoder,
+    EmbedderCache,
+    InlineQueryEncoder,
+    QueryEncoder,
+    cut_count,
+)
 from app.errors import (
     ConflictError,
     DataError,
@@ -769,11 +775,7 @@ class Facet:
         only their start is in their vectors. ``/v1/embeddings`` says it in a header (only the
         server's log said it), as its encoder reads them (``texts_cut``). 0 for a model that
         does not tell (a plugin's)."""
-        count_of = getattr(model, "texts_cut", None)  # (``BaseEmbedder.texts_cut``)
-        if not callable(count_of) or not texts:
-            return 0
-        count = count_of(list(texts), Role(role), instruction)
-        return count if isinstance(count, int) else 0
+        return cut_count(model, texts, role, instruction)
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

@@ -340,17 +340,24 @@ def unread_count(model: Embedder, texts: Sequence[str]) -> int:
     return len(unread_rows(model, texts))
 
 
-def cut_count(model: Embedder, texts: Sequence[str]) -> int:
-    """How many of ``texts`` are longer than ``model`` reads whole as documents
-    (``document_budget``): it cuts them, and what follows the cut is in no vector of it. 0 for
-    a model that does not tell (a plugin's)."""
+def cut_count(model: Embedder, texts: Sequence[str], role: Role | str = Role.DOCUMENT,
+              instruction: str | None = None) -> int:
+    """How many of ``texts`` are longer than ``model`` reads whole in ``role`` under
+    ``instruction`` (by default as documents, read bare: ``document_budget``): it cuts them, and
+    what follows the cut is in no vector of it. Asked of the model (``texts_cut``; a plugin's
+    ``documents_cut`` for documents read bare); 0 for a model that does not tell."""
     if not texts:  # (before the model: a deferred one is not loaded for nothing)
         return 0
-    count_of = getattr(model, "documents_cut", None)
-    if not callable(count_of):
+    role_ = Role.parse(role)
+    count_of = getattr(model, "texts_cut", None)
+    if callable(count_of):
+        count = count_of(list(texts), role_, instruction)
+    elif role_ is Role.DOCUMENT and instruction is None and callable(
+            getattr(model, "documents_cut", None)):
+        count = model.documents_cut(list(texts))  # type: ignore[attr-defined]
+    else:
         return 0
-    count = count_of(list(texts))
-    return count if isinstance(count, int) else 0
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
 # What ``cut_message`` says, for the chunk tasks' warnings to be summed.

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
+    BYTES_OVER_TOKENS,
     CHARS_PER_TOKEN_BOUND,
     UNREAD_WHY,
     BlendsInstruction,
@@ -544,8 +545,14 @@ class BaseEmbedder(ABC):
             bare = (self._document_reading() if document
                     else (Role.QUERY, nfc(self.rendered_instruction(None))))
             readings = [bare] if weight <= 0 else readings if weight >= 1 else [*readings, bare]
+        # Only texts that might be longer than the smallest budget are tokenised (a request of
+        # short texts: none; ``/v1/embeddings`` counts on every call).
+        budget = min(tokenize.text_budget(*reading) for reading in readings)
+        long = [t for t in items if len(t.encode("utf-8", "surrogatepass")) + BYTES_OVER_TOKENS > budget]
+        if not long:
+            return 0
         # The texts one prompt cuts are among those a longer one cuts: the most is the union.
-        return max(tokenize._tokens(items, *reading).truncated for reading in readings)
+        return max(tokenize._tokens(long, *reading).truncated for reading in readings)
 
     def _document_reading_under(self, instruction: str | None) -> tuple[Role, str | None]:
         """``_document_reading``, under ``instruction`` where given (rendered as ``encode``

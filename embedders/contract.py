@@ -183,6 +183,12 @@ class BlendsInstruction:
         return (blend / np.maximum(np.linalg.norm(blend, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
+# Bytes of UTF-8 a text may have over the tokens it takes (a token of the tokenizers used reads
+# at least one byte; a word-start marker and the merge with the prompt add a few): a text of no
+# more bytes than a budget less this is read whole without tokenising it (``texts_cut``, a
+# clustering's count of its cut texts).
+BYTES_OVER_TOKENS = 8
+
 # A token is read from at most this many characters of a text: anything past ``max_length``
 # times it is never read, so it is not tokenised (a 15 MB text took ~50 s to tokenise whole).
 CHARS_PER_TOKEN_BOUND = 32

@@ -89,7 +89,7 @@ from app.services.search import (
 )
 from app.text import blank as blank_text
 from app.text import check_text_encodable, check_texts, plural
-from embedders.contract import EncodesFromPlain, Role
+from embedders.contract import BYTES_OVER_TOKENS, EncodesFromPlain, Role
 from embedders.explain import ARTICLES, answer_terms, explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
@@ -584,10 +584,6 @@ def _takes_instruction(method: Callable[..., Any]) -> bool:
         return False
 
 
-# Bytes of UTF-8 a text may have over the tokens it takes (a token of the tokenizers used
-# reads at least one byte; a word-start marker and the merge with the prompt add a few):
-# a text of no more bytes than the budget less this is read whole without tokenising it.
-_BYTES_OVER_TOKENS = 8
 
 
 def _cut_texts(model: Any, texts: Sequence[str], instruction: str) -> tuple[int, int | None]:
@@ -604,7 +600,7 @@ def _cut_texts(model: Any, texts: Sequence[str], instruction: str) -> tuple[int,
     if not isinstance(budget, int) or isinstance(budget, bool):
         return 0, None
     # Only texts that might be longer are tokenised (5,000 short chunks: none).
-    long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + _BYTES_OVER_TOKENS > budget]
+    long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + BYTES_OVER_TOKENS > budget]
     count = count_of(long, **under) if long else 0
     return (count if isinstance(count, int) and not isinstance(count, bool) else 0), budget
 
