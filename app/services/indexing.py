@@ -1451,7 +1451,8 @@ def cancelled_message(indexed: int, skipped: list[str] | None = None, chunks: in
 def _count_failed(job: md.IndexJob, report: IndexReport) -> None:
     """The documents failed since the job row's counts were last written (an empty or binary
     file of the batch being written), counted on it, as seen too: their errors go out with the
-    commit this precedes (step 1's, or the encoding step's), and the UI's bar said "0 failed"
+    commit this precedes (step 1's: every error of a batch is recorded before it, so the
+    encoding step's commits that follow add none), and the UI's bar said "0 failed"
     for minutes above an errors table listing two, or for good after a cancel at the batch's
     first encoding step (the UI exploration and the verification round of the fourth session
     of 2026-12-07). The batch's end writes all the counts (``_sync_counters``)."""
@@ -3990,7 +3991,6 @@ class IndexService:
             if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
                 shown[0] = now
                 job.message = stage
-                _count_failed(job, report)
                 session.commit()
             if progress is not None:
                 progress(Progress(report.docs_seen - len(pending), max(total, report.docs_seen),
