@@ -2866,9 +2866,7 @@ class IndexService:
         check_bool(missing_ok, "missing_ok", param="missing_ok")
         wanted = self._removal_keys(keys)
         started = time.perf_counter()
-        lock = _collection_lock(collection)
-        if not lock.acquire(blocking=False):  # a job of this process is writing it, or starting
-            raise self._busy_here(collection)
+        lock = self._take_collection_lock(collection)
         try:
             report = self._remove(collection, wanted, base, [] if missing_ok else None)
         finally:
@@ -2901,8 +2899,7 @@ class IndexService:
         with self.sessions() as session:
             coll = self._removal_collection(session, collection)
             keys_named = self._named_keys(session, coll, wanted, base)
-        if _collection_lock(collection).locked():
-            raise self._busy_here(collection)
+        self._take_collection_lock(collection).release()  # (no job of this process writes it)
         return keys_named
 
     def removal_parts(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
@@ -2935,10 +2932,31 @@ class IndexService:
                 files.update(str(s) for s in session.scalars(select(D.source).where(
                     D.collection_id == coll.id, D.key.in_(named[start:start + 500]),
                     D.key != D.source)))
-        if _collection_lock(collection).locked():
-            raise self._busy_here(collection)
+        self._take_collection_lock(collection).release()  # (no job of this process writes it)
         ordered = [k for k in named if k not in files] + [k for k in named if k in files]
         return [ordered[i:i + MAX_REMOVED_KEYS] for i in range(0, len(ordered), MAX_REMOVED_KEYS)]
+
+    def _take_collection_lock(self, collection: str) -> threading.Lock:
+        """The collection's lock of this process, taken (the caller lets it go), or the refusal
+        naming what holds it (``_busy_here``). A job of this process whose row already records
+        its end is waited for (up to ``leases.ENDING_WAIT_S``, as its lease is): it lets go of its store shard,
+        its lease and then the lock just after that commit, and a client that waited for the
+        job (polling ``GET /jobs/N`` or ``facet.job`` until it ended) and then removed
+        documents was refused "index job N of this process is writing" in that gap."""
+        lock = _collection_lock(collection)
+        if lock.acquire(blocking=False):
+            return lock
+        job_id = writing_job(collection)
+        if job_id is not None and self._row_ended(job_id) and \
+                lock.acquire(timeout=leases.ENDING_WAIT_S):
+            return lock
+        raise self._busy_here(collection)
+
+    def _row_ended(self, job_id: int) -> bool:
+        """Whether job ``job_id``'s row records its end (or is gone)."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            return job is None or job.state not in ("queued", "running")
 
     @staticmethod
     def _busy_here(collection: str) -> ConflictError:
@@ -3091,6 +3109,8 @@ class IndexService:
                                 + backend_mismatch(name, coll.backend, self.store.backend)
                                 + "; nothing was removed", param="collection")
         current = leases.live_holder(session, coll.id)
+        if current is not None:  # (a job that recorded its end lets go at once: waited for)
+            current = leases.settled_holder(self.sessions, coll.id)
         if current is not None:
             raise ConflictError(self.one_writer_message(name, current) + "; nothing was "
                                 "removed", param="collection")

@@ -193,3 +193,64 @@ def test_a_jobs_resume_hint_repeats_its_sync_choice(make_ctx, tmp_path, sync, fl
         assert job is not None and job.sync is sync
         assert resume_command(job) == (f"facet index {tmp_path / 'src'} --collection c "
                                        f"--embedder minilm{flag}")
+
+
+def test_a_removal_right_after_a_job_ended_waits_for_it_to_let_go(make_ctx, tmp_path,
+                                                                  monkeypatch) -> None:
+    """A job's row says `completed` a moment before the job lets go of the collection (its shard,
+    its lease, then this process's lock): a client that polled the job until it ended and then
+    removed a document was refused "index job N of this process is writing" (the upload test's
+    flake, 2026-12-07). The removal waits for a job that recorded its end; one still running is
+    refused as before."""
+    import threading
+    import time
+
+    from app.errors import ConflictError
+
+    ctx = make_ctx()
+    docs = sorted(write_corpus(tmp_path / "src", 3))
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "c")
+    (tmp_path / "src" / "new.txt").write_text("A new note about the card's pin.")
+    release = ctx.store.release
+
+    def slow_release(name: str) -> None:
+        time.sleep(1.0)  # the gap after the row's commit, made long
+        release(name)
+
+    monkeypatch.setattr(ctx.store, "release", slow_release)
+    job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
+    job.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with ctx.sessions() as session:
+                states = [j.state for j in session.query(md.IndexJob).order_by(md.IndexJob.id)]
+            if len(states) == 2 and states[-1] not in ("queued", "running"):
+                break
+            assert time.monotonic() < deadline, states
+            time.sleep(0.02)
+        assert states[-1] == "completed"
+        assert service.check_removal("c", [docs[0]]) == [docs[0]]
+        assert service.remove_documents("c", [docs[0]]).docs_deleted == 1
+    finally:
+        job.join()
+    monkeypatch.setattr(ctx.store, "release", release)
+    lock = threading.Event()
+    held = service._run_job
+
+    def running(*args, **kwargs):  # type: ignore[no-untyped-def]
+        lock.set()
+        time.sleep(1.0)
+        return held(*args, **kwargs)
+
+    monkeypatch.setattr(service, "_run_job", running)
+    (tmp_path / "src" / "newer.txt").write_text("Another note, about a refund.")
+    job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
+    job.start()
+    try:
+        assert lock.wait(30)
+        with pytest.raises(ConflictError, match="of this process is writing 'c'"):
+            service.remove_documents("c", [docs[1]])
+    finally:
+        job.join()
