@@ -132,6 +132,14 @@ def cannot_enter(data_dir: Path, error: OSError) -> str:
             "FACET_DATA_DIR at a folder this user can write")
 
 
+def _unwritable(path: Path) -> bool:
+    """Whether ``path`` is there and this user may not write it. A file gone since it was seen
+    is not unwritable: another facade closing on the folder removes the database's -wal file,
+    and a facade opening meanwhile said "holds files this user cannot write" (os.access is False
+    for a missing file)."""
+    return not os.access(path, os.W_OK) and os.path.lexists(path)
+
+
 def _is_file(path: Path) -> bool:
     """``path.is_file()``, False where it cannot be looked at (a parent this user may not enter)."""
     try:
@@ -546,7 +554,7 @@ class ServiceContext:
             # A read-only mount (a `:ro` bind, a snapshot) is not writable even for root: its
             # owner is not the cause, and chown cannot change it.
             raise DataError(not_writable(data_dir, " (it is on a read-only file system)"))
-        if settings.database_url is None and any(not os.access(f, os.W_OK) for f in present):
+        if settings.database_url is None and any(_unwritable(f) for f in present):
             # The folder writable, its files another user's: writes ended in "attempt to write
             # a readonly database" with the SQL, searches in a PermissionError traceback.
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) holds files this user "

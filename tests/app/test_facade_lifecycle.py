@@ -253,3 +253,29 @@ def test_a_collection_another_facet_of_this_process_has_open_is_not_deleted_unde
     with Facet.open(settings, embedders=cache) as alone:  # the first one closed: deleted
         alone.delete_collection("notes")
         assert [c.name for c in alone.collections()] == []
+
+
+def test_a_wal_file_removed_while_a_facet_opens_is_not_said_unwritable(cache, settings, notes,
+                                                                      monkeypatch) -> None:
+    """Another facade closing on the folder removes the database's -wal file: one opening in
+    that moment saw the file, then read it as not writable (os.access of a missing file), and
+    refused "holds files this user cannot write (after a `sudo facet ...`?)" (a flake of the
+    set_shared test above, 2026-12-07). Made exact here: the file goes just before the check."""
+    import os
+
+    from app.services import context
+
+    with Facet.open(settings, embedders=cache) as first:
+        first.index(notes, "notes")
+    wal = Path(settings.data_dir) / "facet.db-wal"
+    wal.write_bytes(b"")  # (as a facade still open keeps it)
+    real = os.access
+
+    def closing_meanwhile(path, mode, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(path).endswith("-wal"):
+            Path(path).unlink(missing_ok=True)
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(context.os, "access", closing_meanwhile)
+    with Facet.open(settings, embedders=cache) as second:
+        assert second.search(SearchRequest("card", "notes")).results
