@@ -19,9 +19,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # set the list themselves. Servers started as subprocesses are reached at 127.0.0.1.
 os.environ.setdefault("FACET_API_ALLOWED_HOSTS", '["testserver"]')
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # make test runs two pytest processes on two cores: one torch thread each (and in the
-    # CLIs and workers they start), or four threads fight over two cores and the run takes
-    # longer than one process (measured: 12 min with two threads each, user time 20 min).
+    # make test runs three pytest processes on two cores: one torch thread each (and in the
+    # CLIs and workers they start), or the threads fight over two cores and the run takes
+    # longer than one process (measured with two processes: 12 min with two threads each,
+    # user time 20 min).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
