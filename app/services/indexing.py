@@ -2082,10 +2082,13 @@ class IndexService:
                                                     prepared.job_id)
                 return report
             finally:
+                # The lock first: a removal that finds it held reads who holds it (``_WRITING``),
+                # and one in the gap found nobody and was refused at once, not waited for. (A job
+                # taking the lock meanwhile writes its own id, which this leaves.)
+                lock.release()
                 with _REGISTRY_LOCK:
                     if _WRITING.get(prepared.collection) == prepared.job_id:
                         del _WRITING[prepared.collection]
-                lock.release()
         finally:
             with _REGISTRY_LOCK:
                 _ACTIVE_JOBS.discard(prepared.job_id)
@@ -2899,7 +2902,7 @@ class IndexService:
         with self.sessions() as session:
             coll = self._removal_collection(session, collection)
             keys_named = self._named_keys(session, coll, wanted, base)
-        self._take_collection_lock(collection).release()  # (no job of this process writes it)
+        self._check_no_writer_here(collection)
         return keys_named
 
     def removal_parts(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
@@ -2932,28 +2935,45 @@ class IndexService:
                 files.update(str(s) for s in session.scalars(select(D.source).where(
                     D.collection_id == coll.id, D.key.in_(named[start:start + 500]),
                     D.key != D.source)))
-        self._take_collection_lock(collection).release()  # (no job of this process writes it)
+        self._check_no_writer_here(collection)
         ordered = [k for k in named if k not in files] + [k for k in named if k in files]
         return [ordered[i:i + MAX_REMOVED_KEYS] for i in range(0, len(ordered), MAX_REMOVED_KEYS)]
 
     def _take_collection_lock(self, collection: str) -> threading.Lock:
         """The collection's lock of this process, taken (the caller lets it go), or the refusal
-        naming what holds it (``_busy_here``). A job of this process whose row already records
-        its end is waited for (up to ``leases.ENDING_WAIT_S``, as its lease is): it lets go of its store shard,
-        its lease and then the lock just after that commit, and a client that waited for the
-        job (polling ``GET /jobs/N`` or ``facet.job`` until it ended) and then removed
-        documents was refused "index job N of this process is writing" in that gap."""
+        naming what holds it (``_busy_here``). A job of this process whose row records its end
+        is waited for (``_writer_ending``)."""
         lock = _collection_lock(collection)
         if lock.acquire(blocking=False):
             return lock
-        job_id = writing_job(collection)
-        if job_id is not None and self._row_ended(job_id) and \
-                lock.acquire(timeout=leases.ENDING_WAIT_S):
+        if self._writer_ending(collection) and lock.acquire(timeout=leases.ENDING_WAIT_S):
             return lock
         raise self._busy_here(collection)
 
-    def _row_ended(self, job_id: int) -> bool:
-        """Whether job ``job_id``'s row records its end (or is gone)."""
+    def _check_no_writer_here(self, collection: str) -> None:
+        """``_take_collection_lock``'s refusal, for a check that only looks: the lock is not
+        taken (taken even briefly, a removal or another check of the same moment found it held
+        by nobody it could name, and was refused)."""
+        lock = _collection_lock(collection)
+        if not lock.locked():
+            return
+        if self._writer_ending(collection):
+            deadline = time.monotonic() + leases.ENDING_WAIT_S
+            while lock.locked() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not lock.locked():
+                return
+        raise self._busy_here(collection)
+
+    def _writer_ending(self, collection: str) -> bool:
+        """Whether the job of this process writing ``collection`` has its end recorded on its
+        row: it lets go of its store shard, its lease and then the lock just after that commit
+        (within ``leases.ENDING_WAIT_S``), and a client that polled the job (``GET /jobs/N``,
+        ``facet.job``) to its end and then removed documents was refused "index job N of this
+        process is writing" in that gap."""
+        job_id = writing_job(collection)
+        if job_id is None:
+            return False
         with self.sessions() as session:
             job = md.get_job(session, job_id)
             return job is None or job.state not in ("queued", "running")

@@ -215,27 +215,51 @@ def test_a_removal_right_after_a_job_ended_waits_for_it_to_let_go(make_ctx, tmp_
     release = ctx.store.release
 
     def slow_release(name: str) -> None:
-        time.sleep(1.0)  # the gap after the row's commit, made long
+        time.sleep(0.5)  # the gap after the row's commit, made long
         release(name)
 
-    monkeypatch.setattr(ctx.store, "release", slow_release)
-    job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
-    job.start()
-    try:
+    def ended(count: int) -> None:
         deadline = time.monotonic() + 60
         while True:
             with ctx.sessions() as session:
                 states = [j.state for j in session.query(md.IndexJob).order_by(md.IndexJob.id)]
-            if len(states) == 2 and states[-1] not in ("queued", "running"):
-                break
+            if len(states) == count and states[-1] not in ("queued", "running"):
+                assert states[-1] == "completed", states
+                return
             assert time.monotonic() < deadline, states
             time.sleep(0.02)
-        assert states[-1] == "completed"
+
+    # The gap before the lease goes (the shard's release, made long): checks, then a removal.
+    monkeypatch.setattr(ctx.store, "release", slow_release)
+    job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
+    job.start()
+    try:
+        ended(2)
         assert service.check_removal("c", [docs[0]]) == [docs[0]]
+        assert service.removal_parts("c", [docs[0]]) == [[docs[0]]]
         assert service.remove_documents("c", [docs[0]]).docs_deleted == 1
     finally:
         job.join()
     monkeypatch.setattr(ctx.store, "release", release)
+    # The gap after the lease went, before this process's lock does: a removal at once.
+    dropped = service._drop_if_nothing_indexed
+
+    def slow_end(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return dropped(*args, **kwargs)
+        finally:
+            time.sleep(0.5)
+
+    monkeypatch.setattr(service, "_drop_if_nothing_indexed", slow_end)
+    (tmp_path / "src" / "newest.txt").write_text("A note about a lost card.")
+    job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
+    job.start()
+    try:
+        ended(4)  # (the removal's job row is the third)
+        assert service.remove_documents("c", [docs[2]]).docs_deleted == 1
+    finally:
+        job.join()
+    monkeypatch.setattr(service, "_drop_if_nothing_indexed", dropped)
     lock = threading.Event()
     held = service._run_job
 
