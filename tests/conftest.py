@@ -95,13 +95,13 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pyt
 
 # The files that take longest, longest first (summed seconds of their tests in the last full
 # run, prof111 of the second session of 2026-12-04, two processes on the 2-core VM). make test
-# runs two processes, one file at a time each, handing out files in collection order
-# (--no-loadscope-reorder: xdist's own order is by number of tests, which put the 8-test,
-# ~4-minute worker file last and left one process idle for minutes). Longest first lets the
-# short files fill in behind them, so both processes end together. Refreshed in the third
-# session of 2026-12-04 from measured totals (helper-420: the list was stale, five files of
-# 34-58 s missing and four of its "~45-60 s" at 4-20 s, so the two processes ended up to 20 s
-# apart): the run is then about half the summed test time plus ~35 s of start-up.
+# runs three processes (two until the fifth session of 2026-12-07), one file at a time each,
+# handing out files in collection order (--no-loadscope-reorder: xdist's own order is by
+# number of tests, which put the 8-test, ~4-minute worker file last and left one process
+# idle for minutes). Longest first lets the short files fill in behind them, so the processes
+# end together. Refreshed in the third session of 2026-12-04 from measured totals
+# (helper-420: the list was stale, five files of 34-58 s missing and four of its "~45-60 s"
+# at 4-20 s, so the two processes ended up to 20 s apart).
 SLOW_FILES = (
     "tests/worker/test_worker.py",  # 116 s: worker subprocesses, kill -9, Redis restart
     "tests/worker/test_chunk_redelivery.py",  # 58 s: Redis down through the publish retries
