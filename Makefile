@@ -47,14 +47,12 @@ chromium:
 	    >/dev/null) || echo "could not install chromium: the UI browser test will be skipped"; \
 	else echo "no chromium: the UI browser test will be skipped (apt-get install -y chromium)"; fi
 
-# Three pytest processes (pytest-xdist), one test file at a time in each, on the 2-core CI box:
-# each test is mostly one busy core, but waits on subprocesses, servers and timeouts about a
-# third of its time, which a third process fills (docs/testing.md, the fifth session of
-# 2026-12-07: 1,496 s with two, 1,222 s with three, back to back). PYTEST_WORKERS=0: serially.
+# Two pytest processes (pytest-xdist), one test file at a time in each: the suite is mostly one
+# busy core per test, so this halves it on the 2-core CI box. PYTEST_WORKERS=0 runs it serially.
 # Files go out longest first (SLOW_FILES in tests/conftest.py), not in xdist's count order.
 # The 15 slowest tests are listed at the end, so a run's log shows what to trim (or to list in
 # SLOW_FILES) when the suite nears its 20-minute budget.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 unit: install chromium
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 

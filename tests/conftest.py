@@ -19,10 +19,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # set the list themselves. Servers started as subprocesses are reached at 127.0.0.1.
 os.environ.setdefault("FACET_API_ALLOWED_HOSTS", '["testserver"]')
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # make test runs three pytest processes on two cores: one torch thread each (and in the
-    # CLIs and workers they start), or the threads fight over two cores and the run takes
-    # longer than one process (measured with two processes: 12 min with two threads each,
-    # user time 20 min).
+    # make test runs two pytest processes on two cores: one torch thread each (and in the
+    # CLIs and workers they start), or four threads fight over two cores and the run takes
+    # longer than one process (measured: 12 min with two threads each, user time 20 min).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -95,13 +94,14 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pyt
 
 # The files that take longest, longest first (summed seconds of their tests in the last full
 # run, prof111 of the second session of 2026-12-04, two processes on the 2-core VM). make test
-# runs three processes (two until the fifth session of 2026-12-07), one file at a time each,
-# handing out files in collection order (--no-loadscope-reorder: xdist's own order is by
-# number of tests, which put the 8-test, ~4-minute worker file last and left one process
-# idle for minutes). Longest first lets the short files fill in behind them, so the processes
-# end together. Refreshed in the third session of 2026-12-04 from measured totals
-# (helper-420: the list was stale, five files of 34-58 s missing and four of its "~45-60 s"
-# at 4-20 s, so the two processes ended up to 20 s apart).
+# runs two processes (three were measured in the fifth session of 2026-12-07, and not kept:
+# docs/testing.md), one file at a time each, handing out files in collection order
+# (--no-loadscope-reorder: xdist's own order is by number of tests, which put the 8-test,
+# ~4-minute worker file last and left one process idle for minutes). Longest first lets the
+# short files fill in behind them, so both processes end together. Refreshed in the third
+# session of 2026-12-04 from measured totals (helper-420: the list was stale, five files of
+# 34-58 s missing and four of its "~45-60 s" at 4-20 s, so the two processes ended up to 20 s
+# apart): the run is then about half the summed test time plus ~35 s of start-up.
 SLOW_FILES = (
     "tests/worker/test_worker.py",  # 116 s: worker subprocesses, kill -9, Redis restart
     "tests/worker/test_chunk_redelivery.py",  # 58 s: Redis down through the publish retries
