@@ -211,7 +211,9 @@ def live_holder(session: Session, collection_id: int) -> Holder | None:
 
 
 # How long a holder whose job row already says how it ended is given to let its lease go: the
-# run commits the job's end, then closes its shard, then releases the lease (milliseconds).
+# run commits the job's end, then closes its shard, then releases the lease (milliseconds). A
+# removal waits as long for such a job of its own process to let go of the collection's lock
+# (``IndexService._take_collection_lock``), which it does right after the lease.
 ENDING_WAIT_S = 2.0
 
 

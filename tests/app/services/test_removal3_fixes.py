@@ -260,12 +260,13 @@ def test_a_removal_right_after_a_job_ended_waits_for_it_to_let_go(make_ctx, tmp_
     finally:
         job.join()
     monkeypatch.setattr(service, "_drop_if_nothing_indexed", dropped)
-    lock = threading.Event()
+    # A job that has not ended (held before its run, its row queued): refused at once.
+    started, go = threading.Event(), threading.Event()
     held = service._run_job
 
     def running(*args, **kwargs):  # type: ignore[no-untyped-def]
-        lock.set()
-        time.sleep(1.0)
+        started.set()
+        go.wait(60)
         return held(*args, **kwargs)
 
     monkeypatch.setattr(service, "_run_job", running)
@@ -273,8 +274,11 @@ def test_a_removal_right_after_a_job_ended_waits_for_it_to_let_go(make_ctx, tmp_
     job = threading.Thread(target=service.index, args=(tmp_path / "src", "c"))
     job.start()
     try:
-        assert lock.wait(30)
+        assert started.wait(30)
+        t0 = time.monotonic()
         with pytest.raises(ConflictError, match="of this process is writing 'c'"):
             service.remove_documents("c", [docs[1]])
+        assert time.monotonic() - t0 < 1.5  # (not the wait for an ending job)
     finally:
+        go.set()
         job.join()
