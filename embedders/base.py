@@ -31,7 +31,6 @@ import numpy as np
 import torch
 
 from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
-    BYTES_OVER_TOKENS,
     CHARS_PER_TOKEN_BOUND,
     UNREAD_WHY,
     BlendsInstruction,
@@ -39,6 +38,7 @@ from embedders.contract import (  # noqa: F401 (re-exported: the contract's hist
     HasTokenizer,
     PromptConfig,
     Role,
+    may_be_cut,
     validate_instruction,
     validate_texts,
 )
@@ -548,7 +548,7 @@ class BaseEmbedder(ABC):
         # Only texts that might be longer than the smallest budget are tokenised (a request of
         # short texts: none; ``/v1/embeddings`` counts on every call).
         budget = min(tokenize.text_budget(*reading) for reading in readings)
-        long = [t for t in items if len(t.encode("utf-8", "surrogatepass")) + BYTES_OVER_TOKENS > budget]
+        long = may_be_cut(items, budget)
         if not long:
             return 0
         # The texts one prompt cuts are among those a longer one cuts: the most is the union.

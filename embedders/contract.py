@@ -185,9 +185,15 @@ class BlendsInstruction:
 
 # Bytes of UTF-8 a text may have over the tokens it takes (a token of the tokenizers used reads
 # at least one byte; a word-start marker and the merge with the prompt add a few): a text of no
-# more bytes than a budget less this is read whole without tokenising it (``texts_cut``, a
-# clustering's count of its cut texts).
+# more bytes than a budget less this is read whole without tokenising it (``may_be_cut``).
 BYTES_OVER_TOKENS = 8
+
+
+def may_be_cut(texts: Sequence[str], budget: int) -> list[str]:
+    """The texts of ``texts`` that may take more than ``budget`` tokens: the only ones worth
+    tokenising to count what is cut (``texts_cut``, a clustering's count of its cut texts);
+    the others are read whole (``BYTES_OVER_TOKENS``)."""
+    return [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + BYTES_OVER_TOKENS > budget]
 
 # A token is read from at most this many characters of a text: anything past ``max_length``
 # times it is never read, so it is not tokenised (a 15 MB text took ~50 s to tokenise whole).

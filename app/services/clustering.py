@@ -89,7 +89,7 @@ from app.services.search import (
 )
 from app.text import blank as blank_text
 from app.text import check_text_encodable, check_texts, plural
-from embedders.contract import BYTES_OVER_TOKENS, EncodesFromPlain, Role
+from embedders.contract import EncodesFromPlain, Role, may_be_cut
 from embedders.explain import ARTICLES, answer_terms, explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
@@ -584,8 +584,6 @@ def _takes_instruction(method: Callable[..., Any]) -> bool:
         return False
 
 
-
-
 def _cut_texts(model: Any, texts: Sequence[str], instruction: str) -> tuple[int, int | None]:
     """How many of ``texts`` ``model`` cuts read as documents under ``instruction`` (as a
     clustering encodes them) and the tokens of text it reads whole so; ``(0, None)`` for a
@@ -600,7 +598,7 @@ def _cut_texts(model: Any, texts: Sequence[str], instruction: str) -> tuple[int,
     if not isinstance(budget, int) or isinstance(budget, bool):
         return 0, None
     # Only texts that might be longer are tokenised (5,000 short chunks: none).
-    long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + BYTES_OVER_TOKENS > budget]
+    long = may_be_cut(texts, budget)
     count = count_of(long, **under) if long else 0
     return (count if isinstance(count, int) and not isinstance(count, bool) else 0), budget
 
