@@ -3521,7 +3521,7 @@ class IndexService:
         try:
             # What loads this embedder again (searches that name none, workers' index chunks):
             # the spec as given, a checkpoint's path made absolute.
-            from embedders.registry import portable_spec  # torch is loaded by now (the model)
+            from embedders.registry import findable, portable_spec  # (torch: loaded, the model)
 
             source = portable_spec(spec)
             row = md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
@@ -3534,7 +3534,7 @@ class IndexService:
                 logger.info("collection %r: embedder %r now loads as %s (was %s)",
                             coll.name, embedder.name, source, row.spec)
                 row.source = source
-            elif row.source != source and not self._loadable(row.spec):
+            elif row.source != source and not findable(row.spec):
                 # The checkpoint moved (a folder renamed, another machine): the same model
                 # (checked above) from its new path is what loads it now. Kept, every search
                 # that named no embedder failed on the old path for good.
@@ -3590,13 +3590,6 @@ class IndexService:
             logger.log(logging.DEBUG if _database_gone(e, chain=True) is not None else logging.WARNING,
                        "could not take embedder %r off collection %r: %s", name, collection,
                        said or str(e).splitlines()[0])
-
-    @staticmethod
-    def _loadable(spec: str) -> bool:
-        """Whether ``spec`` names an embedder this process finds (``registry.findable``)."""
-        from embedders.registry import findable
-
-        return findable(spec)
 
     def _own_folders(self) -> tuple[Path, ...]:
         """The folders a walk of a source leaves out: this process's data folder (its vector
