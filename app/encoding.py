@@ -18,6 +18,7 @@ Models are loaded once per process by ``EmbedderCache``.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -28,7 +29,7 @@ import time
 import unicodedata
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -206,6 +207,72 @@ class EmbedderCache:
         """Canonical names of the models loaded so far."""
         with self._lock:
             return sorted({m.name for m in self._models.values()})
+
+
+class RecentVectors:
+    """Vectors kept by what made them (a ``local_model_key`` and what was encoded), the least
+    recently used dropped beyond ``max_bytes``; safe to share between threads. A clustering
+    keeps its texts' embeddings here (another k of the same texts), a search its query's.
+
+    Args:
+        max_bytes: vectors kept at most; a larger set is not kept (0 keeps nothing).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> np.ndarray | None:
+        """A copy of the vectors kept under ``key`` (the caller's to change), or None."""
+        with self._lock:
+            vectors = self._entries.get(key)
+            if vectors is None:
+                return None
+            self._entries.move_to_end(key)
+        return vectors.copy()
+
+    def put(self, key: Hashable, vectors: np.ndarray) -> None:
+        """Keep a copy of ``vectors`` under ``key``, dropping the least recently used beyond
+        ``max_bytes``."""
+        if vectors.nbytes > self.max_bytes:
+            return
+        kept = vectors.copy()
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes += kept.nbytes - (old.nbytes if old is not None else 0)
+            self._entries[key] = kept
+            while self._bytes > self.max_bytes:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """A digest of ``texts`` in order (each one's length first: ["ab", "c"] is not ["a", "bc"])."""
+    digest = hashlib.blake2b(digest_size=20)
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def local_model_key(encoder: object, spec: str) -> tuple[str, str] | None:
+    """``(spec, identity)`` of the model ``encoder`` encodes ``spec`` with in this process, the
+    part of a ``RecentVectors`` key that says which model made the vectors (its identity changes
+    whenever its vectors would: a checkpoint retrained at the same path is another); None where
+    it is not loaded here (not yet, or encoded by workers, whose copy this process cannot
+    check): nothing is kept or reused then."""
+    embedders = getattr(encoder, "embedders", None)
+    if not isinstance(embedders, EmbedderCache):
+        return None
+    model = embedders.peek(spec)
+    return None if model is None else (spec, embedders.identity(model))
 
 
 @runtime_checkable

@@ -253,6 +253,12 @@ class FacetSettings(BaseSettings):
                                     description="texts one embed or cluster call may carry")
     max_cluster_texts: int = Field(default=5000, ge=2,
                                    description="texts one clustering may take from a collection")
+    # What a process keeps between requests.
+    query_cache_mb: float = Field(
+        default=16, ge=0, le=1 << 30, allow_inf_nan=False,
+        description="megabytes of query vectors a process keeps, so a search repeated with the "
+                    "same query, instruction and embedder does not encode it again (16 MB: "
+                    "4,096 1,024-wide vectors); 0 keeps none")
     # HTTP API (facet serve).
     api_key: str | None = Field(
         default=None, description="when set, every request but /health and /ready needs "

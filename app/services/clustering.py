@@ -2,7 +2,7 @@
 
 Texts come from one of three places: given directly, a collection (optionally filtered),
 or the results of a search. The instruction embedder encodes them under the instruction
-(reused where this service encoded the same texts under it lately: ``EmbeddingCache``; a
+(reused where this service encoded the same texts under it lately: ``RecentVectors``; a
 collection's chunks that it wrote are read from their stored vectors: ``_from_stored``), k-means
 groups them (``k`` given, or chosen by the best silhouette from 2 to ``max_k``), and
 each cluster gets:
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import importlib
 import io
 import json
@@ -36,7 +35,6 @@ import logging
 import numbers
 import re
 import sys
-import threading
 import time
 import unicodedata
 import warnings
@@ -54,12 +52,14 @@ from app.encoding import (
     CLUSTERING_MODULES,
     UNREAD_MARK,
     UNREAD_WHY,
-    EmbedderCache,
     InlineQueryEncoder,
+    RecentVectors,
     check_explainer,
+    local_model_key,
     longest_first,
     max_length_spec,
     not_an_explainer,
+    texts_digest,
     unread_count,
 )
 from app.errors import (
@@ -200,7 +200,7 @@ def _explainers_named(message: str) -> str:
             "No registered model generates answers: give a path to an InBedder checkpoint")
     return message.replace(listed, said, 1)
 
-# Bytes of embeddings the cluster service keeps for reuse (``EmbeddingCache``; a constant, not a
+# Bytes of embeddings the cluster service keeps for reuse (``RecentVectors``; a constant, not a
 # setting): 1,504 minilm vectors are 2.3 MB, 5,000 (FACET_MAX_CLUSTER_TEXTS) of a 1,024-wide
 # model 20 MB.
 EMBEDDING_CACHE_BYTES = 256 * 2**20
@@ -339,7 +339,7 @@ class ClusterResponse:
 
     ``timings_ms`` always has ``encode``: the time spent getting the embeddings, near 0 when
     ``encode_reused`` (they were kept from an earlier clustering of the same texts under the
-    same instruction and embedder: ``EmbeddingCache``). The stage itself was once renamed
+    same instruction and embedder: ``RecentVectors``). The stage itself was once renamed
     ``encode_reused`` then, and whatever read ``encode`` missed it. ``stored_vectors_used``:
     the texts are chunks of a collection that the embedder wrote, and their stored (bare)
     vectors were read rather than encoded again (``ClusterService._from_stored``): ``encode``
@@ -365,7 +365,7 @@ class ClusterResponse:
             ``answers`` with an explainer, ``load_model`` where the call loaded one,
             ``imports`` where it imported scikit-learn, the first clustering of a process).
         note: what the result cannot show (see above), else None.
-        encode_reused: the embeddings were those of an earlier clustering (``EmbeddingCache``).
+        encode_reused: the embeddings were those of an earlier clustering (``RecentVectors``).
         stored_vectors_used: the collection's stored vectors were read, not encoded again.
         embedder_spec: what encoded the texts, options included (``minilm[instruction_weight=1]``).
         max_k_tried: the largest k the silhouette choice tried (from 2), None where k was not
@@ -851,63 +851,7 @@ def _naming_note(counts: Mapping[int, Counter[str]], overall: Counter[str],
     return "; ".join(parts) or None
 
 
-class EmbeddingCache:
-    """The embeddings of recent clusterings by what made them (``ClusterService._embedding_key``),
-    the least recently used dropped beyond ``max_bytes``; safe to share between threads.
-
-    People re-cluster the same texts with another k, or other keyword or member counts, or
-    another explainer, after looking at a result: each run encoded every text again, 97% of its
-    time (250 s for a 1,504-chunk collection on a 2-core CPU).
-
-    Args:
-        max_bytes: vectors kept at most; a larger set is not kept.
-    """
-
-    def __init__(self, max_bytes: int = EMBEDDING_CACHE_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, np.ndarray] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> np.ndarray | None:
-        """A copy of the vectors kept under ``key`` (the caller's to change), or None."""
-        with self._lock:
-            vectors = self._entries.get(key)
-            if vectors is None:
-                return None
-            self._entries.move_to_end(key)
-        return vectors.copy()
-
-    def put(self, key: Hashable, vectors: np.ndarray) -> None:
-        """Keep a copy of ``vectors`` under ``key``, dropping the least recently used beyond
-        ``max_bytes``."""
-        if vectors.nbytes > self.max_bytes:
-            return
-        kept = vectors.copy()
-        with self._lock:
-            old = self._entries.pop(key, None)
-            self._bytes += kept.nbytes - (old.nbytes if old is not None else 0)
-            self._entries[key] = kept
-            while self._bytes > self.max_bytes:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-
-def _texts_digest(texts: Sequence[str]) -> str:
-    """A digest of ``texts`` in order (each one's length first: ["ab", "c"] is not ["a", "bc"])."""
-    digest = hashlib.blake2b(digest_size=20)
-    for text in texts:
-        data = text.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()
-
-
-# Unknown-token counts kept for reused clusterings (a few ints each; EmbeddingCache holds far fewer).
+# Unknown-token counts kept for reused clusterings (a few ints each; RecentVectors holds far fewer).
 _UNREAD_KEPT = 1024
 
 
@@ -918,7 +862,7 @@ class ClusterService:
         self.ctx = ctx
         self.search_service = search or SearchService(ctx)
         # The embeddings of recent clusterings: another k of the same texts reuses them.
-        self.embeddings = EmbeddingCache()
+        self.embeddings = RecentVectors(EMBEDDING_CACHE_BYTES)
         # How many of those texts the embedder's tokenizer reads as mostly [UNK], by the same
         # keys (counting re-tokenises the texts: 3.7 s for 5,000 chunks on one thread, more than
         # a reused clustering takes); the oldest dropped past _UNREAD_KEPT.
@@ -947,23 +891,16 @@ class ClusterService:
 
     def _embedding_key(self, spec: str, instruction: str, digest: str,
                        step: int | None) -> Hashable | None:
-        """What the embeddings of a clustering depend on: the embedder (its spec and identity,
-        which changes whenever its vectors would: a checkpoint retrained at the same path is
-        another identity), the instruction, the texts in order (``digest``) and the pieces
-        they were encoded in (``step``: reused, the vectors are exactly those the same request
-        would get). None where the model is not loaded in this process (not loaded yet, or
-        encoded by workers, whose copy this process cannot check): nothing is reused then."""
-        embedders = getattr(self.ctx.encoder, "embedders", None)
-        if not isinstance(embedders, EmbedderCache):
-            return None
-        model = embedders.peek(spec)
-        if model is None:
-            return None
+        """What the embeddings of a clustering depend on: the embedder (``local_model_key``),
+        the instruction, the texts in order (``digest``) and the pieces they were encoded in
+        (``step``: reused, the vectors are exactly those the same request would get). None
+        where the model is not loaded in this process: nothing is reused then."""
+        model = local_model_key(self.ctx.encoder, spec)
         # The instruction as a digest: held whole, a key of a 190 KB instruction weighed 40 times
         # its 9 texts' vectors, and the cache bounds the vectors' bytes alone (the leak review
         # of the seventh session of 2026-12-06: 337 KB more a request, without bound).
-        return (spec, embedders.identity(model), Role.DOCUMENT.value,
-                _texts_digest([instruction]), step, digest)
+        return None if model is None else (*model, Role.DOCUMENT.value, texts_digest([instruction]),
+                                           step, digest)
 
     def validate(self, request: ClusterRequest) -> None:
         """Check a request without running it (the API and the workers refuse one early so).
@@ -1246,7 +1183,7 @@ class ClusterService:
         # asked, most of it (it filled 45-90% while taking 94% of the time).
         encode_share, answer_share = stage_shares(spec, request.explainer)
         t0 = time.perf_counter()
-        digest = _texts_digest(texts)
+        digest = texts_digest(texts)
         step = None if progress is None else self._encode_step()
         key = self._embedding_key(spec, instruction, digest, step)
         cached = self.embeddings.get(key) if key is not None else None

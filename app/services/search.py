@@ -28,7 +28,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -37,7 +37,13 @@ import numpy as np
 from sqlalchemy import String, cast, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.encoding import QueryEncoder, instruction_refusal
+from app.encoding import (
+    QueryEncoder,
+    RecentVectors,
+    instruction_refusal,
+    local_model_key,
+    texts_digest,
+)
 from app.errors import (
     BusyError,
     ConflictError,
@@ -1390,6 +1396,10 @@ class SearchService:
         self._point_counts: dict[str, tuple[float, int, int, str | None, int]] = {}
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
+        # Recent query vectors (``_query_vector``): the same query searched again (another
+        # page, filter or top_k in the UI, a RAG pipeline asking again) encoded it again, about
+        # 185 ms with causal2vec on one CPU thread against a few for the search itself.
+        self.query_vectors = RecentVectors(int(ctx.settings.query_cache_mb * 2**20))
 
     def forget(self, collection: str | None = None) -> None:
         """Drop what is known about ``collection`` (every collection when None)."""
@@ -1932,8 +1942,7 @@ class SearchService:
                     self.ctx.embedders.get(query_spec)
                     timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
                     t0 = time.perf_counter()
-                query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
-                                                instruction=instruction)[0]
+                query_vec = self._query_vector(query_spec, request.query, instruction)
             except UnknownModelError as e:
                 if query_spec == request.embedder:  # the request's embedder: that field
                     e.param = "embedder"
@@ -2806,14 +2815,34 @@ class SearchService:
                  if getattr(self.encoder, "embedders", None) is self.ctx.embedders else None)
         same_query = query_vec is not None and (
             reranker == query_spec or (model is not None and model is self.ctx.embedders.peek(query_spec)))
-        q = query_vec if same_query and query_vec is not None else self.encoder.encode(
-            [request.query], embedder=reranker, role=Role.QUERY, instruction=instruction)[0]
+        q = (query_vec if same_query and query_vec is not None else
+             self._query_vector(reranker, request.query, instruction))
         d = None if model is None else self._stored_rerank_vectors(
             request.collection, reranker, model, hits, texts, doc_instruction)
         if d is None:
             d = self.encoder.encode(texts, embedder=reranker, role=Role.DOCUMENT,
                                     instruction=doc_instruction)
         return [float(x) for x in d @ q]
+
+    def _query_vector(self, spec: str, query: str, instruction: str | None) -> np.ndarray:
+        """``query``'s vector under ``instruction`` from ``spec``, kept in ``query_vectors`` by
+        the model that made it (``local_model_key``: only where it runs in this process), so
+        the same query searched again is not encoded again."""
+        def key() -> Hashable | None:
+            model = local_model_key(self.encoder, spec)
+            return None if model is None else (*model, Role.QUERY.value,
+                                               texts_digest([instruction or "", query]))
+
+        before = key()
+        kept = None if before is None else self.query_vectors.get(before)
+        if kept is not None:
+            return kept
+        vector: np.ndarray = self.encoder.encode([query], embedder=spec, role=Role.QUERY,
+                                                 instruction=instruction)[0]
+        after = before or key()  # (loaded by the encode where it was not before)
+        if after is not None:
+            self.query_vectors.put(after, vector)
+        return vector
 
     def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
                                texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:

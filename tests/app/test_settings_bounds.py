@@ -147,7 +147,7 @@ def test_the_dtype_names_are_the_ones_the_backbone_maps() -> None:
 
 FLOATS = ["api_max_body_mb", "ui_max_upload_mb", "lease_ttl_s", "broker_timeout_s", "worker_timeout_s",
           "store_wait_s", "batch_wait_ms", "max_document_mb", "stream_document_mb", "bulk_piece_ms",
-          "min_free_mb", "worker_parse_cache_mb"]
+          "min_free_mb", "worker_parse_cache_mb", "query_cache_mb"]
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf"])

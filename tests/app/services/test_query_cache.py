@@ -1,0 +1,136 @@
+"""A search keeps its query's vector (``SearchService.query_vectors``): the same query searched
+again (another page, filter or top_k in the UI, a RAG pipeline asking again) was encoded again,
+about 185 ms with causal2vec on one CPU thread against a few for the search itself. Real minilm
+through the serving facade, whose model thread counts what it encodes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.errors import ConflictError
+from app.services.search import SearchRequest, SearchService
+from app.settings import FacetSettings
+
+TEXTS = [
+    "My card has not arrived yet",
+    "The exchange rate you used is wrong",
+    "I forgot my PIN",
+    "How do I reset my PIN code?",
+    "Currency conversion rate seems bad",
+]
+
+
+def _open(minilm, tmp_path: Path, **fields) -> Facet:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data", **fields), embedders=cache)
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    facet.index(source, "bank")
+    return facet
+
+
+@pytest.fixture
+def facet(minilm, tmp_path: Path) -> Iterator[Facet]:
+    facet = _open(minilm, tmp_path)
+    try:
+        yield facet
+    finally:
+        facet.close()
+
+
+def _encoded(facet: Facet) -> int:
+    """Texts the facade's model thread has encoded so far."""
+    return int(facet.encoder.stats.texts)  # type: ignore[attr-defined]
+
+
+def _ranked(response) -> list[tuple[str, float]]:
+    return [(r.doc_id, r.score) for r in response.results]
+
+
+def test_the_same_query_is_encoded_once_and_ranks_alike(facet) -> None:
+    indexed = _encoded(facet)
+    first = facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    assert _encoded(facet) == indexed + 1
+    # Another top_k, a filter, lexical-free dense again: the query's vector is kept.
+    again = facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    fewer = facet.search(SearchRequest("lost my pin", "bank", mode="dense", top_k=2))
+    assert _encoded(facet) == indexed + 1
+    assert _ranked(again) == _ranked(first) and _ranked(fewer) == _ranked(first)[:2]
+    assert again.timings_ms["encode_query"] < 50
+    # What was kept is what encoding gives: a fresh service encodes it and ranks alike.
+    fresh = SearchService(facet.context).search(
+        SearchRequest("lost my pin", "bank", mode="dense"))
+    assert [i for i, _ in _ranked(fresh)] == [i for i, _ in _ranked(first)]
+    assert [s for _, s in _ranked(fresh)] == pytest.approx([s for _, s in _ranked(first)], abs=1e-5)
+
+
+def test_another_query_instruction_or_embedder_encodes_again(facet) -> None:
+    indexed = _encoded(facet)
+    asks = [
+        SearchRequest("lost my pin", "bank", mode="dense"),
+        SearchRequest("lost my PIN", "bank", mode="dense"),  # case matters to the model
+        SearchRequest("lost my pin", "bank", "What does the customer want?", mode="dense"),
+        SearchRequest("lost my pin", "bank", "What is the tone?", mode="dense"),
+    ]
+    for i, request in enumerate(asks, 1):
+        facet.search(request)
+        assert _encoded(facet) == indexed + i, request
+    # The instruction as read: stripped, so the same one again encodes nothing.
+    facet.search(SearchRequest("lost my pin", "bank", "  What is the tone? ", mode="dense"))
+    assert _encoded(facet) == indexed + len(asks)
+    # Kept as digests: a long query or instruction does not make its key long.
+    keys = list(facet.searching.query_vectors._entries)
+    assert len(keys) == len(asks) and all(len(repr(key)) < 600 for key in keys)
+
+
+def test_a_reranker_keeps_its_own_query_vector(facet) -> None:
+    indexed = _encoded(facet)
+    request = SearchRequest("lost my pin", "bank", "What does the customer want?", mode="dense",
+                            rerank="minilm[instruction_weight=1]")
+    first = facet.search(request)
+    after_first = _encoded(facet)
+    assert after_first > indexed + 1  # the query for each model, and the reranker's documents
+    again = facet.search(request)
+    # The second search encodes the documents the reranker reads, not either query again.
+    assert _encoded(facet) - after_first == after_first - indexed - 2
+    assert _ranked(again) == _ranked(first)
+
+
+def test_another_model_under_the_same_name_is_not_served_a_stale_vector(facet, minilm_namesake) -> None:
+    indexed = _encoded(facet)
+    facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    facet.embedder_cache.put("minilm", minilm_namesake[1])  # other prompts: other vectors
+    # Its own vector is encoded (then refused: the collection was written by the other version).
+    with pytest.raises(ConflictError, match="different version of 'minilm'"):
+        facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    assert _encoded(facet) == indexed + 2
+
+
+def test_none_kept_at_zero_megabytes(minilm, tmp_path: Path) -> None:
+    facet = _open(minilm, tmp_path, query_cache_mb=0)
+    try:
+        indexed = _encoded(facet)
+        for _ in range(3):
+            facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+        assert _encoded(facet) == indexed + 3 and len(facet.searching.query_vectors) == 0
+    finally:
+        facet.close()
+
+
+def test_a_benchmark_encodes_every_query_whatever_the_environment_sets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The latency benchmarks repeat their queries: a kept vector timed the cache, not the model."""
+    from app.services.benchmark import bench_environ, bench_settings
+
+    monkeypatch.setenv("facet_query_cache_mb", "64")
+    assert bench_settings(tmp_path).query_cache_mb == 0
+    environ = bench_environ(tmp_path)
+    assert [(k, v) for k, v in environ.items() if k.upper() == "FACET_QUERY_CACHE_MB"] == [
+        ("FACET_QUERY_CACHE_MB", "0")]
