@@ -1538,12 +1538,15 @@ def _html_text(body: Any) -> str:
     types = {types} if isinstance(types, type) else set(types)
     parts: list[str] = []
     todo: list[Any] = list(reversed(body.contents))
+    preformatted = 0  # open <pre>/<textarea> elements: their line breaks are the text's
     while todo:
         node = todo.pop()
         if node is None:  # the end of a block element
             parts.append(_BLOCK_BREAK)
         elif node is _CELL:  # the end of a table cell
             parts.append(_CELL)
+        elif node is _PREFORMATTED_END:
+            preformatted -= 1
         elif isinstance(node, Tag):
             if node.name == "br":
                 parts.append(_BLOCK_BREAK)
@@ -1554,10 +1557,27 @@ def _html_text(body: Any) -> str:
             elif node.name in ("td", "th"):
                 parts.append(_CELL)
                 todo.append(_CELL)
+            if node.name in _PREFORMATTED:
+                preformatted += 1
+                todo.append(_PREFORMATTED_END)
             todo.extend(reversed(node.contents))
         elif isinstance(node, NavigableString) and type(node) in types:
-            parts.append(str(node).replace(_CELL, ""))  # (a stray one in the text is no cell)
+            text = str(node).replace(_CELL, "")  # (a stray one in the text is no cell)
+            parts.append(_line_breaks_kept(text) if preformatted else text)
     return "".join(parts)
+
+
+# Elements whose line breaks a browser shows as written (bs4's ``preserve_whitespace_tags``):
+# the lines of a <pre> block of code or a poem ran together into one ("def f(x): return x
+# print(f(2))"), where a <br> or a <p> broke a line.
+_PREFORMATTED = frozenset({"pre", "textarea"})
+_PREFORMATTED_END = object()  # (``_html_text``'s mark of the end of one)
+
+
+def _line_breaks_kept(text: str) -> str:
+    """``text`` of a preformatted element with each line break a ``_BLOCK_BREAK``, so the lines
+    stay lines (the spaces within a line are folded as everywhere)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", _BLOCK_BREAK)
 
 
 class _Pieces:
@@ -1730,15 +1750,20 @@ class _HtmlTextStream(HTMLParser):
         self._pending.clear()
         if self._dropped or self._not_text:
             return
-        if not data.strip(self._ASCII_BLANKS) and not self._opened.get("pre") \
-                and not self._opened.get("textarea"):
+        if not data.strip(self._ASCII_BLANKS) and not self._preformatted():
             data = "\n" if "\n" in data else " "  # as the tree keeps a run of blanks alone
         self._string(data)
 
+    def _preformatted(self) -> bool:
+        """Whether a ``<pre>`` or ``<textarea>`` is open (``_PREFORMATTED``)."""
+        return any(self._opened.get(tag) for tag in _PREFORMATTED)
+
     def _string(self, data: str) -> None:
-        self._emit(data.replace(_CELL, ""))  # (a stray one in the text is no cell)
+        shown = _line_breaks_kept(data) if self._preformatted() else data
+        self._emit(shown.replace(_CELL, ""))  # (a stray one in the text is no cell)
         if self._title_depth is not None and self._title is not None:
             self._title.append(data)
+
 
     def unknown_decl(self, data: str) -> None:
         self._flush()

@@ -25,7 +25,8 @@ _TAGS = ["div", "p", "span", "b", "td", "th", "tr", "table", "script", "style", 
          "img", "a", "pre", "textarea", "h1", "svg", "desc"]
 _TEXTS = ["word", " two words ", "&amp;", "&amp", "&ampword", "&foo;", "&lt;x&gt;", "&nbsp;",
           "caf&eacute;", "a\x01b", "\n", "  ", "<!-- c -->", "<![CDATA[cd]]>", "<!DOCTYPE html>",
-          "x < y", "&#65;", "&#x42;", "&#150;", "&#12x", "<?pi?>", "\u00ad"]
+          "x < y", "&#65;", "&#x42;", "&#150;", "&#12x", "<?pi?>", "\u00ad", "one\ntwo",
+          "c\r\nd\re"]
 
 
 def _tree(text: str) -> tuple[str | None, str]:
@@ -145,3 +146,19 @@ def test_text_a_browser_shows_outside_the_body_is_indexed(tmp_path, monkeypatch,
                     "<p>inside</p></body>the footer after the body</html>")
     [doc] = list(parsing.parse_file(page))
     assert doc.text.splitlines() == ["Log", "between", "inside", "the footer after the body"], doc.text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_lines_of_a_pre_block_stay_lines(tmp_path, monkeypatch, stream) -> None:
+    """A <pre> block's line breaks are the ones a browser shows: its lines of code ran together
+    into one ("def area(r): return 3.14 * r * r print(area(2))"), in the chunks, the snippets and
+    what the embedder read, where a <br> or a <p> broke a line. Spaces within a line fold as
+    everywhere; a textarea keeps its lines too; outside them a line break is a space."""
+    if stream:
+        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
+    page = tmp_path / "code.html"
+    page.write_text("<html><body><p>Compute an\narea:</p><pre>\ndef area(r):\n    return 3.14 * r * r"
+                    "\r\n\r\nprint(<b>area</b>(2))</pre><textarea>first\nsecond</textarea></body></html>")
+    [doc] = list(parsing.parse_file(page))
+    assert doc.text.splitlines() == ["Compute an area:", "def area(r):", "return 3.14 * r * r",
+                                     "print(area(2))", "first", "second"], doc.text
