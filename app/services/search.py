@@ -1396,9 +1396,10 @@ class SearchService:
         self._point_counts: dict[str, tuple[float, int, int, str | None, int]] = {}
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
-        # Recent query vectors (``_query_vector``): the same query searched again (another
-        # page, filter or top_k in the UI, a RAG pipeline asking again) encoded it again, about
-        # 185 ms with causal2vec on one CPU thread against a few for the search itself.
+        # Recent queries' vectors, and the chunks a reranker read (``_kept_vectors``): the same
+        # query searched again (another page, filter or top_k in the UI, a RAG pipeline asking
+        # again) encoded it again, about 185 ms with causal2vec on one CPU thread against a few
+        # for the search itself.
         self.query_vectors = RecentVectors(int(ctx.settings.query_cache_mb * 2**20))
 
     def forget(self, collection: str | None = None) -> None:
@@ -2817,32 +2818,51 @@ class SearchService:
             reranker == query_spec or (model is not None and model is self.ctx.embedders.peek(query_spec)))
         q = (query_vec if same_query and query_vec is not None else
              self._query_vector(reranker, request.query, instruction))
-        d = None if model is None else self._stored_rerank_vectors(
+        # Bare, the stored vectors are read, not encoded: nothing to keep.
+        d = None if model is None or doc_instruction is not None else self._stored_rerank_vectors(
             request.collection, reranker, model, hits, texts, doc_instruction)
         if d is None:
-            d = self.encoder.encode(texts, embedder=reranker, role=Role.DOCUMENT,
-                                    instruction=doc_instruction)
+            def made(rows: list[int]) -> np.ndarray:
+                some = [texts[i] for i in rows]
+                blended = None if model is None else self._stored_rerank_vectors(
+                    request.collection, reranker, model, [hits[i] for i in rows], some, doc_instruction)
+                return blended if blended is not None else self.encoder.encode(
+                    some, embedder=reranker, role=Role.DOCUMENT, instruction=doc_instruction)
+
+            d = self._kept_vectors(reranker, Role.DOCUMENT, texts, doc_instruction, made)
         return [float(x) for x in d @ q]
 
     def _query_vector(self, spec: str, query: str, instruction: str | None) -> np.ndarray:
-        """``query``'s vector under ``instruction`` from ``spec``, kept in ``query_vectors`` by
-        the model that made it (``local_model_key``: only where it runs in this process), so
-        the same query searched again is not encoded again."""
-        def key() -> Hashable | None:
-            model = local_model_key(self.encoder, spec)
-            return None if model is None else (*model, Role.QUERY.value,
-                                               texts_digest([instruction or "", query]))
+        """``query``'s vector under ``instruction`` from ``spec`` (``_kept_vectors``)."""
+        return self._kept_vectors(spec, Role.QUERY, [query], instruction)[0]
 
-        before = key()
-        kept = None if before is None else self.query_vectors.get(before)
-        if kept is not None:
-            return kept
-        vector: np.ndarray = self.encoder.encode([query], embedder=spec, role=Role.QUERY,
-                                                 instruction=instruction)[0]
-        after = before or key()  # (loaded by the encode where it was not before)
-        if after is not None:
-            self.query_vectors.put(after, vector)
-        return vector
+    def _kept_vectors(self, spec: str, role: Role, texts: Sequence[str], instruction: str | None,
+                      made: Callable[[list[int]], np.ndarray] | None = None) -> np.ndarray:
+        """``texts``' vectors from ``spec`` as ``role`` under ``instruction``, each kept in
+        ``query_vectors`` by the model that made it (``local_model_key``: only where it runs in
+        this process), so what was encoded for an earlier search is not encoded again: a query
+        searched again, and a reranker's chunks (a reranked search asked again, for another
+        page, filter or top_k, encoded every candidate again: 397 of 560 ms at depth 30 with
+        minilm over causal2vec's results). The texts not kept (their positions) are given to
+        ``made`` (default: encoded in one call), which must return what encoding them gives."""
+        def keys() -> list[Hashable] | None:
+            model = local_model_key(self.encoder, spec)
+            return None if model is None else [
+                (*model, role.value, texts_digest([instruction or "", text])) for text in texts]
+
+        before = keys()
+        rows: list[np.ndarray | None] = ([None] * len(texts) if before is None else
+                                         [self.query_vectors.get(key) for key in before])
+        missing = [i for i, row in enumerate(rows) if row is None]
+        if missing:
+            fresh = made(missing) if made is not None else self.encoder.encode(
+                [texts[i] for i in missing], embedder=spec, role=role, instruction=instruction)
+            after = before or keys()  # (loaded by the encode where it was not before)
+            for i, vector in zip(missing, fresh, strict=True):
+                rows[i] = vector
+                if after is not None:
+                    self.query_vectors.put(after[i], vector)
+        return np.stack([row for row in rows if row is not None])
 
     def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
                                texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:

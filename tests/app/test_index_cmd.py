@@ -441,7 +441,7 @@ def test_bench_prints_stage_timings_in_ms_and_rounds_drive_the_api_parts(monkeyp
     monkeypatch.setattr(bm, "build_search_bench_collection", lambda *a, **k: built)
     monkeypatch.setattr(bm, "bench_search_latency",
                         lambda *a, **k: {"no_rerank": timing, "rerank": timing, "rerank_depth": 30,
-                                         "repeated_query": timing})
+                                         "repeated_query": timing, "repeated_query_rerank": timing})
     monkeypatch.setattr(ab, "inprocess_search_latency", lambda *a, **k: timing | {"threads": 1})
     monkeypatch.setattr(ab, "api_search_latency", api_search)
     result = run("bench", "--parts", "search,api-search", "--rounds", "2", "--threads", "1")

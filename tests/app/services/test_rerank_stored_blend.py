@@ -35,7 +35,9 @@ def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_a
                                                 rerank="minilm", rerank_depth=6, mode="dense"))
     finally:
         handle.remove()
-    assert sum(seen) == 2 + 6, seen  # the query's blend, reused; the chunks' instructed half only
+    # The query's vector was kept from the search above (it was encoded again, 2 rows: its blend's
+    # halves, until the sixth session of 2026-12-07); the chunks' instructed half only.
+    assert sum(seen) == 6, seen
     assert service.rerank_documents_instructed and response.reranker == "minilm"
     got = [(r.text, r.rerank_score) for r in response.results]
     assert [t for t, _ in got] == [t for t, _ in want[:4]]
