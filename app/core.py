@@ -95,6 +95,7 @@ from app.services.search import (
     check_spec,
     check_str,
     plain_number,
+    read_as_none,
     reads_instruction,
     weak_instruction_note,
 )
@@ -352,10 +353,7 @@ def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
     # An instruction read as none is (InBedder's own default: the same vectors as without one)
     # is none here too: it was said to "barely steer" (the verification round of the fourth
     # session of 2026-12-07).
-    bare = getattr(model, "reads_bare", None)
-    given = validate_instruction(instruction)
-    if given is not None and callable(bare) and bare(given) is True:
-        given = None
+    given = None if read_as_none(model, instruction) else validate_instruction(instruction)
     read = None if given is None else reads_instruction(spec)
     # Read only at a weak blend (minilm's 0.25): said as a search or a clustering says it (an
     # embed said nothing, the vectors within 0.999 of the uninstructed ones: the quality

@@ -81,6 +81,7 @@ from app.services.search import (
     payload_filters,
     plain_filters,
     plain_number,
+    read_as_none,
     reads_instruction,
     refuse_if_busy,
     stored_vectors,
@@ -1268,7 +1269,8 @@ class ClusterService:
             unread_instruction = (f"the instruction was not read: {spec} reads no instruction, so "
                                   "the texts are grouped as they read bare")
             note = f"{note}; {unread_instruction}" if note else unread_instruction
-        elif weak := weak_instruction_note([spec]):
+        elif not read_as_none(self.search_service._loaded_here(spec), instruction) and \
+                (weak := weak_instruction_note([spec])):
             # minilm's 0.25 blend: emotion val grouped by emotion at V 9-11 against InstEmb's 22-23
             note = f"{note}; {weak}" if note else weak
         timings["kmeans"] = (time.perf_counter() - t0) * 1000

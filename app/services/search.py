@@ -66,7 +66,7 @@ from app.services.collections import (
 from app.services.context import ServiceContext
 from app.text import check_text_encodable, plural, shell_word
 from embedders import scripts
-from embedders.contract import EncodesFromPlain, Role, identity_changes
+from embedders.contract import EncodesFromPlain, Role, identity_changes, validate_instruction
 from embedders.errors import UnknownEmbedderError
 from indexer import lexical as lex
 from indexer import metadata as md
@@ -379,6 +379,16 @@ def reads_instruction(spec: str) -> bool:
 # How a search's or clustering's note begins where its instruction was read only at a weak
 # blend (``weak_instruction_note``).
 WEAK_INSTRUCTION_NOTE = "the instruction barely steers: "
+
+
+def read_as_none(model: object, instruction: str | None) -> bool:
+    """Whether ``model`` (None: not loaded in this process, so not known) reads ``instruction``
+    exactly as no instruction (InBedder's own default: ``reads_bare``): nothing said of an
+    instruction applies to its vectors then (a search or clustering under InBedder's default
+    said it "barely steers", advising a reading at full weight that gives the same vectors)."""
+    bare = getattr(model, "reads_bare", None)
+    given = validate_instruction(instruction)
+    return given is not None and callable(bare) and bare(given) is True
 
 
 def weak_instruction_note(specs: list[str]) -> str | None:
@@ -2051,9 +2061,10 @@ class SearchService:
             # A reranker that reads it orders the results: judged alone (a strong first stage
             # hid a reranker that barely follows it, the order its own: the quality exploration
             # of the fourth session of 2026-12-07).
-            elif weak := weak_instruction_note(
-                    [request.rerank] if reranker_name is not None and request.rerank
-                    and reads_instruction(request.rerank) else readers):
+            elif weak := weak_instruction_note([
+                    spec for spec in ([request.rerank] if reranker_name is not None and request.rerank
+                                      and reads_instruction(request.rerank) else readers)
+                    if not read_as_none(self._loaded_here(spec), instruction)]):
                 note = f"{note}; {weak}" if note else weak
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
@@ -2831,6 +2842,11 @@ class SearchService:
 
             d = self._kept_vectors(reranker, Role.DOCUMENT, texts, doc_instruction, made)
         return [float(x) for x in d @ q]
+
+    def _loaded_here(self, spec: str) -> Any:
+        """The model ``spec`` loads where this process encodes with it and has loaded it, else None."""
+        return (self.ctx.embedders.peek(spec)
+                if getattr(self.encoder, "embedders", None) is self.ctx.embedders else None)
 
     def _query_vector(self, spec: str, query: str, instruction: str | None) -> np.ndarray:
         """``query``'s vector under ``instruction`` from ``spec`` (``_kept_vectors``)."""

@@ -43,3 +43,32 @@ def test_a_blends_cuts_and_notes_follow_both_of_its_readings(tiny_inbedder_dir, 
         assert steered.instruction_read is True
         assert (steered.note or "").startswith(f"the instruction barely steers: {spec} mixes it in "
                                                "at 0.25"), steered.note
+
+
+def test_a_search_or_clustering_under_the_default_instruction_is_not_said_to_barely_steer(
+        tiny_inbedder_dir, tmp_path) -> None:
+    """Under InBedder's own default instruction the vectors are those read without one: a
+    search and a clustering said it "barely steers", advising instruction_weight=1, which gives
+    the same vectors (only ``embed`` asked ``reads_bare``). Another instruction still says so."""
+    import json
+
+    from app.services.clustering import ClusterRequest
+    from app.services.indexing import IndexOptions
+    from app.services.search import SearchRequest
+
+    spec = f"{tiny_inbedder_dir}[instruction_weight=0.25]"
+    model = load_embedder(spec, device="cpu")
+    default = model.config.default_instruction
+    cache = EmbedderCache("cpu")
+    cache.put(spec, model)
+    source = tmp_path / "docs.jsonl"
+    texts = ["my card was declined", "the exchange rate is wrong", "I forgot my PIN", "reset my PIN"]
+    source.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    with Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache) as facet:
+        facet.index(source, "bank", IndexOptions(embedder=spec))
+        for instruction, weak in ((default, False), (f"  {default} ", False), (SHORT, True)):
+            found = facet.search(SearchRequest("card declined", "bank", instruction, mode="dense",
+                                               embedder=spec))
+            clustered = facet.cluster(ClusterRequest(instruction, texts=texts, k=2, embedder=spec))
+            for note in (found.note, clustered.note):
+                assert ("barely steers" in (note or "")) is weak, (instruction, note)
