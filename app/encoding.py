@@ -209,13 +209,21 @@ class EmbedderCache:
             return sorted({m.name for m in self._models.values()})
 
 
+# What ``RecentVectors`` counts for each entry beside its vectors' bytes: its key (a tuple of the
+# spec, the identity, a digest...) and the array's header. A search keeps one entry a text, and
+# counted by vector bytes alone 16 MB of 16-wide vectors took 124 MB (about 470 bytes an entry
+# beside the vector's 64; the review of the sixth session of 2026-12-07).
+ENTRY_BYTES = 512
+
+
 class RecentVectors:
     """Vectors kept by what made them (a ``local_model_key`` and what was encoded), the least
     recently used dropped beyond ``max_bytes``; safe to share between threads. A clustering
     keeps its texts' embeddings here (another k of the same texts), a search its query's.
 
     Args:
-        max_bytes: vectors kept at most; a larger set is not kept (0 keeps nothing).
+        max_bytes: what is kept at most, each entry counted as its vectors' bytes plus
+            ``ENTRY_BYTES``; a larger one is not kept (0 keeps nothing).
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -236,16 +244,16 @@ class RecentVectors:
     def put(self, key: Hashable, vectors: np.ndarray) -> None:
         """Keep a copy of ``vectors`` under ``key``, dropping the least recently used beyond
         ``max_bytes``."""
-        if vectors.nbytes > self.max_bytes:
+        if vectors.nbytes + ENTRY_BYTES > self.max_bytes:
             return
         kept = vectors.copy()
         with self._lock:
             old = self._entries.pop(key, None)
-            self._bytes += kept.nbytes - (old.nbytes if old is not None else 0)
+            self._bytes += kept.nbytes - (old.nbytes if old is not None else -ENTRY_BYTES)
             self._entries[key] = kept
             while self._bytes > self.max_bytes:
                 _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
+                self._bytes -= dropped.nbytes + ENTRY_BYTES
 
     def __len__(self) -> int:
         with self._lock:

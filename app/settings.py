@@ -258,8 +258,8 @@ class FacetSettings(BaseSettings):
         default=16, ge=0, le=1 << 30, allow_inf_nan=False,
         description="megabytes of vectors a search process keeps (its queries', and the "
                     "chunks a reranker read), so a search repeated with the same query, "
-                    "instruction and embedders does not encode them again (16 MB: 4,096 "
-                    "1,024-wide vectors); 0 keeps none")
+                    "instruction and embedders does not encode them again (16 MB: 3,640 "
+                    "1,024-wide vectors with their keys); 0 keeps none")
     # HTTP API (facet serve).
     api_key: str | None = Field(
         default=None, description="when set, every request but /health and /ready needs "

@@ -1522,10 +1522,10 @@ def _page_of(soup: Any) -> Any:
 
 
 def _html_text(body: Any) -> str:
-    """The text ``get_text`` gives, with ``_BLOCK_BREAK`` around every block element and for
-    every ``<br>``: lines break at block elements only (a newline between every text node split
-    words that inline tags cut, "gran<i>ola</i>" was "gran\nola", found by no search for
-    "granola").
+    """The text ``get_text`` gives, with ``_BLOCK_BREAK`` around every block element, for every
+    ``<br>`` and for each line break inside a ``<pre>`` or ``<textarea>`` (``_PREFORMATTED``):
+    lines break there only (a newline between every text node split words that inline tags
+    cut, "gran<i>ola</i>" was "gran\nola", found by no search for "granola").
 
     One walk with a stack of its own, in linear time at any depth: inserting the breaks into
     the tree (``insert_after`` walks to the tag's last descendant) took time quadratic in the
@@ -1763,7 +1763,6 @@ class _HtmlTextStream(HTMLParser):
         self._emit(shown.replace(_CELL, ""))  # (a stray one in the text is no cell)
         if self._title_depth is not None and self._title is not None:
             self._title.append(data)
-
 
     def unknown_decl(self, data: str) -> None:
         self._flush()

@@ -17,6 +17,7 @@ vectors where the reranker wrote them, are reused rather than encoded again (``_
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import json
@@ -28,7 +29,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -2829,19 +2830,34 @@ class SearchService:
             reranker == query_spec or (model is not None and model is self.ctx.embedders.peek(query_spec)))
         q = (query_vec if same_query and query_vec is not None else
              self._query_vector(reranker, request.query, instruction))
-        # Bare, the stored vectors are read, not encoded: nothing to keep.
+        # Bare, the stored vectors are read as they are (none kept: reading them is cheap); where
+        # they cannot be, the chunks are encoded and kept.
         d = None if model is None or doc_instruction is not None else self._stored_rerank_vectors(
             request.collection, reranker, model, hits, texts, doc_instruction)
         if d is None:
             def made(rows: list[int]) -> np.ndarray:
                 some = [texts[i] for i in rows]
-                blended = None if model is None else self._stored_rerank_vectors(
+                blended = None if model is None or doc_instruction is None else self._stored_rerank_vectors(
                     request.collection, reranker, model, [hits[i] for i in rows], some, doc_instruction)
                 return blended if blended is not None else self.encoder.encode(
                     some, embedder=reranker, role=Role.DOCUMENT, instruction=doc_instruction)
 
-            d = self._kept_vectors(reranker, Role.DOCUMENT, texts, doc_instruction, made)
+            # Kept by collection: a blend is of this collection's stored vectors, which another
+            # collection's may differ from by float rounding (written on another device).
+            d = self._kept_vectors(reranker, Role.DOCUMENT, texts, doc_instruction, made,
+                                   scope=request.collection)
         return [float(x) for x in d @ q]
+
+    @contextlib.contextmanager
+    def keeping_nothing(self) -> Iterator[None]:
+        """Within it, every search encodes what it reads and keeps none of it (what is kept
+        already stays for after): a measurement of searches' cost (``facet eval --collection``'s
+        ms/query) timed kept vectors where it repeated a query."""
+        kept, self.query_vectors = self.query_vectors, RecentVectors(0)
+        try:
+            yield
+        finally:
+            self.query_vectors = kept
 
     def _loaded_here(self, spec: str) -> Any:
         """The model ``spec`` loads where this process encodes with it and has loaded it, else None."""
@@ -2853,18 +2869,23 @@ class SearchService:
         return self._kept_vectors(spec, Role.QUERY, [query], instruction)[0]
 
     def _kept_vectors(self, spec: str, role: Role, texts: Sequence[str], instruction: str | None,
-                      made: Callable[[list[int]], np.ndarray] | None = None) -> np.ndarray:
+                      made: Callable[[list[int]], np.ndarray] | None = None,
+                      scope: str | None = None) -> np.ndarray:
         """``texts``' vectors from ``spec`` as ``role`` under ``instruction``, each kept in
         ``query_vectors`` by the model that made it (``local_model_key``: only where it runs in
         this process), so what was encoded for an earlier search is not encoded again: a query
         searched again, and a reranker's chunks (a reranked search asked again, for another
         page, filter or top_k, encoded every candidate again: 397 of 560 ms at depth 30 with
         minilm over causal2vec's results). The texts not kept (their positions) are given to
-        ``made`` (default: encoded in one call), which must return what encoding them gives."""
+        ``made`` (default: encoded in one call), which must return what encoding them gives;
+        ``scope`` keeps them apart from others' (a collection's blends of its stored vectors)."""
+        if not texts:
+            return self.encoder.encode(list(texts), embedder=spec, role=role, instruction=instruction)
+
         def keys() -> list[Hashable] | None:
             model = local_model_key(self.encoder, spec)
             return None if model is None else [
-                (*model, role.value, texts_digest([instruction or "", text])) for text in texts]
+                (*model, role.value, scope, texts_digest([instruction or "", text])) for text in texts]
 
         before = keys()
         rows: list[np.ndarray | None] = ([None] * len(texts) if before is None else

@@ -83,7 +83,9 @@ def test_another_model_under_the_same_name_is_not_served_stale_vectors(facet, mi
 
 def test_the_cache_is_bounded(facet) -> None:
     cache = facet.clustering.embeddings
-    one = len(TEXTS) * 384 * 4  # minilm's float32 vectors of one clustering
+    from app.encoding import ENTRY_BYTES
+
+    one = len(TEXTS) * 384 * 4 + ENTRY_BYTES  # minilm's float32 vectors of one clustering, and its key
     cache.max_bytes = one
     facet.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS, k=3))
     facet.cluster(ClusterRequest("What is the tone?", texts=TEXTS, k=3))

@@ -166,3 +166,70 @@ def test_a_benchmark_encodes_every_query_whatever_the_environment_sets(
     environ = bench_environ(tmp_path)
     assert [(k, v) for k, v in environ.items() if k.upper() == "FACET_QUERY_CACHE_MB"] == [
         ("FACET_QUERY_CACHE_MB", "0")]
+
+
+def test_each_entry_counts_its_key_too() -> None:
+    """Counted by vector bytes alone, 16 MB of 16-wide vectors held 262,144 entries and took
+    124 MB (about 470 bytes of key and array header each, beside a vector's 64)."""
+    import numpy as np
+
+    from app.encoding import ENTRY_BYTES, RecentVectors
+
+    kept = RecentVectors(2 * (64 + ENTRY_BYTES))
+    for i in range(3):
+        kept.put(("spec", i), np.zeros(16, dtype=np.float32))
+    assert len(kept) == 2 and kept.get(("spec", 0)) is None and kept.get(("spec", 2)) is not None
+    kept.put(("spec", 2), np.zeros(16, dtype=np.float32))  # put again: counted once
+    kept.put(("spec", 3), np.zeros(16, dtype=np.float32))
+    assert len(kept) == 2 and kept.get(("spec", 1)) is None
+    small = RecentVectors(64 + ENTRY_BYTES - 1)
+    small.put("one", np.zeros(16, dtype=np.float32))  # larger than the whole cache: not kept
+    assert len(small) == 0
+
+
+def test_a_rerank_blend_is_kept_for_its_own_collection(facet, tmp_path, monkeypatch) -> None:
+    """The reranker's chunks blended from one collection's stored vectors were served for the
+    same texts in another, whose stored vectors may differ by float rounding (written on another
+    device): its scores then depended on which collection was searched first."""
+    blended: list[int] = []
+    from_plain = facet.encoder.encode_from_plain
+
+    def counted(plain, texts, **kwargs):
+        blended.append(len(texts))
+        return from_plain(plain, texts, **kwargs)
+
+    monkeypatch.setattr(facet.encoder, "encode_from_plain", counted)
+    source = tmp_path / "same.jsonl"
+    source.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    facet.index(source, "bank2")
+    for collection in ("bank", "bank2", "bank", "bank2"):
+        facet.search(SearchRequest("lost my pin", collection, "What does the customer want?",
+                                   mode="dense", rerank="minilm[instruction_weight=1]", top_k=2,
+                                   rerank_depth=2))
+    assert blended == [2, 2]  # once for each collection, then kept
+
+
+def test_eval_collection_times_every_mode_encoding_its_queries(facet, tmp_path) -> None:
+    """``facet eval --collection --mode dense,hybrid``: the hybrid row's ms/query was a kept
+    vector's (the dense row had encoded every query), not a faster mode's."""
+    from app.evaluation.collection import evaluate_collection
+    from app.evaluation.loaders import load_beir
+
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n"
+                                               for i, t in enumerate(TEXTS)))
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "forgot pin"}) + "\n"
+                                        + json.dumps({"_id": "q2", "text": "bad rate"}) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td1\t1\n")
+    before = _encoded(facet)
+    report = evaluate_collection(facet, "bank", load_beir(beir), modes=("dense", "hybrid"))
+    # One search naming the embedder, then each query in each mode at each of its two depths
+    # (nDCG@10, Recall@100), every one encoded as before the service kept vectors.
+    assert _encoded(facet) - before == 1 + 2 * 2 * 2, _encoded(facet) - before
+    assert [r.mode for r in report.results] == ["dense", "hybrid"]
+    # What the service kept before is kept after.
+    facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    counted = _encoded(facet)
+    facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    assert _encoded(facet) == counted
