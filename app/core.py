@@ -726,7 +726,9 @@ class Facet:
         with _naming_model(embedder=embedder):
             model = self.embedder_cache.get(name)
             _check_dimensions(model, dimensions)
-            vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
+            # Queries as a search reads them: kept, and reused when asked again.
+            vectors = (self.searching.query_vectors_of(name, texts, instruction) if role_ is Role.QUERY
+                       else self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction))
         return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts),
                            self.count_cut(model, texts, role_, instruction))
 
@@ -749,12 +751,18 @@ class Facet:
                 model = loaded if loaded is not None else await asyncio.to_thread(
                     self.embedder_cache.get, name)
             _check_dimensions(model, dimensions)
-            if isinstance(self.encoder, InlineQueryEncoder):
+            kept = (self.searching.kept_query_vectors(name, texts, instruction)
+                    if role_ is Role.QUERY else None)
+            if kept is not None:  # every one kept from a search or embed before: as ``embed``
+                vectors = kept
+            elif isinstance(self.encoder, InlineQueryEncoder):
                 vectors = await asyncio.to_thread(self.encoder.encode, texts, embedder=name,
                                                   role=role_, instruction=instruction)
             else:
                 vectors = await asyncio.wrap_future(self.encoder.submit(
                     texts, embedder=name, role=role_, instruction=instruction))
+            if kept is None and role_ is Role.QUERY:
+                self.searching.keep_query_vectors(name, texts, instruction, vectors)
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             if len(texts) <= 64:
                 tokens, cut = (self.count_tokens(model, texts),

@@ -256,8 +256,8 @@ class FacetSettings(BaseSettings):
     # What a process keeps between requests.
     query_cache_mb: float = Field(
         default=16, ge=0, le=1 << 30, allow_inf_nan=False,
-        description="megabytes of vectors a search process keeps (its queries', and the "
-                    "chunks a reranker read), so a search repeated with the same query, "
+        description="megabytes of vectors a search process keeps (its queries', embedded "
+                    "queries', and the chunks a reranker read), so a search repeated with the same query, "
                     "instruction and embedders does not encode them again (16 MB: 3,640 "
                     "1,024-wide vectors with their keys); 0 keeps none")
     # HTTP API (facet serve).

@@ -2881,25 +2881,52 @@ class SearchService:
         ``scope`` keeps them apart from others' (a collection's blends of its stored vectors)."""
         if not texts:
             return self.encoder.encode(list(texts), embedder=spec, role=role, instruction=instruction)
-
-        def keys() -> list[Hashable] | None:
-            model = local_model_key(self.encoder, spec)
-            return None if model is None else [
-                (*model, role.value, scope, texts_digest([instruction or "", text])) for text in texts]
-
-        before = keys()
+        before = self._vector_keys(spec, role, texts, instruction, scope)
         rows: list[np.ndarray | None] = ([None] * len(texts) if before is None else
                                          [self.query_vectors.get(key) for key in before])
         missing = [i for i, row in enumerate(rows) if row is None]
         if missing:
             fresh = made(missing) if made is not None else self.encoder.encode(
                 [texts[i] for i in missing], embedder=spec, role=role, instruction=instruction)
-            after = before or keys()  # (loaded by the encode where it was not before)
+            # (Loaded by the encode where it was not before.)
+            after = before or self._vector_keys(spec, role, texts, instruction, scope)
             for i, vector in zip(missing, fresh, strict=True):
                 rows[i] = vector
                 if after is not None:
                     self.query_vectors.put(after[i], vector)
         return np.stack([row for row in rows if row is not None])
+
+    def _vector_keys(self, spec: str, role: Role, texts: Sequence[str], instruction: str | None,
+                     scope: str | None = None) -> list[Hashable] | None:
+        """The ``query_vectors`` key of each of ``texts`` (``_kept_vectors``), None where
+        ``spec`` is not loaded in this process."""
+        model = local_model_key(self.encoder, spec)
+        return None if model is None else [
+            (*model, role.value, scope, texts_digest([instruction or "", text])) for text in texts]
+
+    def kept_query_vectors(self, spec: str, texts: Sequence[str],
+                           instruction: str | None) -> np.ndarray | None:
+        """The vectors of ``texts`` as queries under ``instruction`` where every one is kept
+        (``_kept_vectors``), else None: an async caller (``Facet.aembed``) encodes without
+        holding a thread, so it asks first and keeps what it encodes (``keep_query_vectors``)."""
+        keys = self._vector_keys(spec, Role.QUERY, texts, instruction) if texts else None
+        rows = [] if keys is None else [self.query_vectors.get(key) for key in keys]
+        return None if not rows or any(row is None for row in rows) else np.stack(
+            [row for row in rows if row is not None])
+
+    def keep_query_vectors(self, spec: str, texts: Sequence[str], instruction: str | None,
+                           vectors: np.ndarray) -> None:
+        """Keep ``vectors``, the query vectors of ``texts`` under ``instruction`` (``kept_query_vectors``)."""
+        keys = self._vector_keys(spec, Role.QUERY, texts, instruction)
+        for key, vector in zip(keys or [], vectors, strict=False):
+            self.query_vectors.put(key, vector)
+
+    def query_vectors_of(self, spec: str, texts: Sequence[str], instruction: str | None) -> np.ndarray:
+        """``texts``' vectors as queries under ``instruction`` from ``spec``, those kept from
+        earlier searches or embeds reused and the others encoded and kept (``_kept_vectors``):
+        ``Facet.embed`` of queries (LangChain's ``embed_query``, ``/v1/embeddings`` with
+        ``role: query``), as a search's."""
+        return self._kept_vectors(spec, Role.QUERY, texts, instruction)
 
     def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
                                texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:

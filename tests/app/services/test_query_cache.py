@@ -233,3 +233,34 @@ def test_eval_collection_times_every_mode_encoding_its_queries(facet, tmp_path) 
     counted = _encoded(facet)
     facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
     assert _encoded(facet) == counted
+
+
+def test_embedded_queries_are_kept_as_a_searchs_are(facet) -> None:
+    """``Facet.embed`` of queries (LangChain's ``embed_query``, ``/v1/embeddings`` with
+    ``role: query``) encoded a question asked again, where a search of it did not."""
+    import asyncio
+
+    import numpy as np
+
+    from app.integrations.langchain import FacetEmbeddings
+
+    indexed = _encoded(facet)
+    first = facet.embed(["lost my pin", "bad rate"], role="query")
+    assert _encoded(facet) == indexed + 2
+    again = facet.embed(["bad rate", "lost my pin", "new one"], role="query")
+    assert _encoded(facet) == indexed + 3  # only the new one
+    assert np.allclose(again.vectors[:2], first.vectors[::-1], atol=1e-6)
+    facet.search(SearchRequest("lost my pin", "bank", mode="dense"))  # a search reuses it too
+    assert _encoded(facet) == indexed + 3
+    awaited = asyncio.run(facet.aembed(["lost my pin", "new one"], role="query"))
+    assert _encoded(facet) == indexed + 3 and np.allclose(awaited.vectors, again.vectors[[1, 2]], atol=1e-6)
+    asyncio.run(facet.aembed(["asked async"], role="query"))
+    facet.embed(["asked async"], role="query")
+    assert _encoded(facet) == indexed + 4
+    lc = FacetEmbeddings(facet=facet)
+    assert np.allclose(lc.embed_query("lost my pin"), first.vectors[0], atol=1e-6)
+    assert _encoded(facet) == indexed + 4
+    # Documents are not kept (an index's bulk work would only push queries out).
+    for _ in range(2):
+        facet.embed(["lost my pin"], role="document")
+    assert _encoded(facet) == indexed + 6
