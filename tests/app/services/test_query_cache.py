@@ -45,6 +45,22 @@ def facet(minilm, tmp_path: Path) -> Iterator[Facet]:
         facet.close()
 
 
+@pytest.fixture
+def blended(facet, monkeypatch) -> list[int]:
+    """How many texts each ``encode_from_plain`` of the facade's encoder read (a reranker that
+    blends the collection's stored vectors reads only the instructed half, on the model thread
+    too, not counted by its ``stats``): the real method, counted."""
+    counts: list[int] = []
+    from_plain = facet.encoder.encode_from_plain
+
+    def counted(plain, texts, **kwargs):
+        counts.append(len(texts))
+        return from_plain(plain, texts, **kwargs)
+
+    monkeypatch.setattr(facet.encoder, "encode_from_plain", counted)
+    return counts
+
+
 def _encoded(facet: Facet) -> int:
     """Texts the facade's model thread has encoded so far."""
     return int(facet.encoder.stats.texts)  # type: ignore[attr-defined]
@@ -90,19 +106,11 @@ def test_another_query_instruction_or_embedder_encodes_again(facet) -> None:
     assert len(keys) == len(asks) and all(len(repr(key)) < 600 for key in keys)
 
 
-def test_a_reranker_keeps_its_query_and_the_chunks_it_read(facet, monkeypatch) -> None:
+def test_a_reranker_keeps_its_query_and_the_chunks_it_read(facet, blended) -> None:
     """Reranking encoded the query and every candidate chunk under the instruction again on
     each search: 397 of 560 ms at depth 30 with minilm (the bench's repeated-query row). This
     reranker blends the collection's stored vectors with the chunks read under the instruction
-    (``encode_from_plain``, on the model thread too): counted with what is encoded."""
-    blended: list[int] = []
-    from_plain = facet.encoder.encode_from_plain
-
-    def counted(plain, texts, **kwargs):
-        blended.append(len(texts))
-        return from_plain(plain, texts, **kwargs)
-
-    monkeypatch.setattr(facet.encoder, "encode_from_plain", counted)
+    (``blended``): counted with what is encoded."""
 
     def read() -> int:
         return _encoded(facet) + sum(blended)
@@ -187,18 +195,10 @@ def test_each_entry_counts_its_key_too() -> None:
     assert len(small) == 0
 
 
-def test_a_rerank_blend_is_kept_for_its_own_collection(facet, tmp_path, monkeypatch) -> None:
+def test_a_rerank_blend_is_kept_for_its_own_collection(facet, tmp_path, blended) -> None:
     """The reranker's chunks blended from one collection's stored vectors were served for the
     same texts in another, whose stored vectors may differ by float rounding (written on another
     device): its scores then depended on which collection was searched first."""
-    blended: list[int] = []
-    from_plain = facet.encoder.encode_from_plain
-
-    def counted(plain, texts, **kwargs):
-        blended.append(len(texts))
-        return from_plain(plain, texts, **kwargs)
-
-    monkeypatch.setattr(facet.encoder, "encode_from_plain", counted)
     source = tmp_path / "same.jsonl"
     source.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
     facet.index(source, "bank2")
