@@ -134,17 +134,25 @@ def test_an_inline_svgs_title_is_neither_the_pages_title_nor_its_text(tmp_path, 
     assert doc.title == "Head T" and doc.text.splitlines() == ["Head T", "Label", "x y"], doc.text
 
 
+def _read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream: bool, html: str) -> parsing.ParsedDocument:
+    """The document ``parse_file`` reads of a page holding ``html``, as a stream of its text
+    (``stream``: past the tag threshold) or as a tree."""
+    if stream:
+        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
+    page = tmp_path / "page.html"
+    page.write_text(html)
+    [doc] = list(parsing.parse_file(page))
+    assert isinstance(doc, parsing.ParsedDocument)
+    return doc
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_text_a_browser_shows_outside_the_body_is_indexed(tmp_path, monkeypatch, stream) -> None:
     """Text after `</body>` (a footer a CMS writes past it) or between `</head>` and `<body>`,
     which a browser moves into the body and shows, was dropped: only the body was read. Both
     readings (tree and stream) keep it, on a line of its own, and still leave the head out."""
-    if stream:
-        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
-    page = tmp_path / "page.html"
-    page.write_text("<html><head><title>Log</title><meta charset=utf-8></head>between<body>"
-                    "<p>inside</p></body>the footer after the body</html>")
-    [doc] = list(parsing.parse_file(page))
+    doc = _read(tmp_path, monkeypatch, stream, "<html><head><title>Log</title><meta charset=utf-8>"
+                "</head>between<body><p>inside</p></body>the footer after the body</html>")
     assert doc.text.splitlines() == ["Log", "between", "inside", "the footer after the body"], doc.text
 
 
@@ -154,11 +162,8 @@ def test_the_lines_of_a_pre_block_stay_lines(tmp_path, monkeypatch, stream) -> N
     into one ("def area(r): return 3.14 * r * r print(area(2))"), in the chunks, the snippets and
     what the embedder read, where a <br> or a <p> broke a line. Spaces within a line fold as
     everywhere; a textarea keeps its lines too; outside them a line break is a space."""
-    if stream:
-        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
-    page = tmp_path / "code.html"
-    page.write_text("<html><body><p>Compute an\narea:</p><pre>\ndef area(r):\n    return 3.14 * r * r"
-                    "\r\n\r\nprint(<b>area</b>(2))</pre><textarea>first\nsecond</textarea></body></html>")
-    [doc] = list(parsing.parse_file(page))
+    doc = _read(tmp_path, monkeypatch, stream, "<html><body><p>Compute an\narea:</p><pre>\ndef area(r):\n"
+                "    return 3.14 * r * r\r\n\r\nprint(<b>area</b>(2))</pre><textarea>first\nsecond"
+                "</textarea></body></html>")
     assert doc.text.splitlines() == ["Compute an area:", "def area(r):", "return 3.14 * r * r",
                                      "print(area(2))", "first", "second"], doc.text
