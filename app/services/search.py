@@ -17,6 +17,7 @@ vectors where the reranker wrote them, are reused rather than encoded again (``_
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime
 import functools
@@ -1122,8 +1123,10 @@ def make_snippet(text: str, query: str, width: int = 240, *,
             in_folded = _lexical_matches(folded, query, lexical)
         else:
             terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
+            seen: dict[str, str] = {}  # each word of the text folded once (a chunk repeats its words)
             in_folded = sorted({(m.start(), m.end()) for m in word.finditer(folded)
-                                if _fold(m.group()) in terms} | set(_unspaced_matches(folded, query)))
+                                if (seen.get(m.group()) or seen.setdefault(m.group(), _fold(m.group())))
+                                in terms} | set(_unspaced_matches(folded, query)))
         spans = {(where[a][0], where[b - 1][1]) for a, b in in_folded}
     matches: list[tuple[int, int]] = []
     for a, b in sorted(spans):
@@ -1134,10 +1137,14 @@ def make_snippet(text: str, query: str, width: int = 240, *,
     if len(text) <= width or not matches:
         start = 0
     else:
+        # The matches are apart and in order, their ends too: those a window holds are the ones
+        # from the first starting in it to the last ending in it (counted one by one for each
+        # window, 54 matches took a third of a millisecond).
+        starts, ends = [a for a, _ in matches], [b for _, b in matches]
         best, start = -1, 0
-        for s, _ in matches:
+        for s in starts:
             window_start = max(0, min(s - width // 4, len(text) - width))
-            n = sum(1 for a, b in matches if a >= window_start and b <= window_start + width)
+            n = max(0, bisect.bisect_right(ends, window_start + width) - bisect.bisect_left(starts, window_start))
             if n > best:
                 best, start = n, window_start
     end = min(len(text), start + width)

@@ -58,6 +58,12 @@ def test_the_fold_keeps_where_each_character_came_from() -> None:
     start = folded.index("Istanbul")
     assert text[where[start][0]:where[start + 7][1]] == "İstanbul"
     assert fold_with_offsets("plain") == ("plain", [(i, i + 1) for i in range(5)])
+    # A run of ASCII letters is taken whole but for a last one that a mark follows: it folds
+    # with the mark ("Cafe" + U+0301 is "Café", its é from two characters of the text).
+    folded, where = fold_with_offsets("Cafe\u0301 at ﬁve…")
+    assert folded == "Café at five..."
+    assert where[:4] == [(0, 1), (1, 2), (2, 3), (3, 5)] and where[8:10] == [(9, 10), (9, 10)]
+    assert where[-3:] == [(12, 13)] * 3
 
 
 def test_new_collections_get_the_folding_definition() -> None:
