@@ -94,6 +94,7 @@ from app.services.search import (
     check_int,
     check_spec,
     check_str,
+    kept_embed,
     plain_number,
     read_as_none,
     reads_instruction,
@@ -681,7 +682,10 @@ class Facet:
 
     def _check_embed(self, texts: Sequence[str], role: Role | str,
                      instruction: str | None = None) -> Role:
-        if isinstance(instruction, str):  # named as its field (it was refused with a null param)
+        # Named as its field (it was refused with a null param); of another type, refused before
+        # a kept query vector is looked up by it (5 was an AttributeError there).
+        check_str(instruction, "instruction", optional=True)
+        if isinstance(instruction, str):
             check_text_encodable(instruction, "the instruction", param="instruction")
         if isinstance(texts, str):
             # param: the field as /v1/embeddings names the texts.
@@ -726,8 +730,8 @@ class Facet:
         with _naming_model(embedder=embedder):
             model = self.embedder_cache.get(name)
             _check_dimensions(model, dimensions)
-            # Queries as a search reads them: kept, and reused when asked again.
-            vectors = (self.searching.query_vectors_of(name, texts, instruction) if role_ is Role.QUERY
+            # A few queries as a search reads them: kept, and reused when asked again.
+            vectors = (self.searching.query_vectors_of(name, texts, instruction) if kept_embed(role_, texts)
                        else self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction))
         return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts),
                            self.count_cut(model, texts, role_, instruction))
@@ -751,8 +755,9 @@ class Facet:
                 model = loaded if loaded is not None else await asyncio.to_thread(
                     self.embedder_cache.get, name)
             _check_dimensions(model, dimensions)
+            # Reused only where every one is kept: the others are encoded without holding a thread.
             kept = (self.searching.kept_query_vectors(name, texts, instruction)
-                    if role_ is Role.QUERY else None)
+                    if kept_embed(role_, texts) else None)
             if kept is not None:  # every one kept from a search or embed before: as ``embed``
                 vectors = kept
             elif isinstance(self.encoder, InlineQueryEncoder):
@@ -761,7 +766,7 @@ class Facet:
             else:
                 vectors = await asyncio.wrap_future(self.encoder.submit(
                     texts, embedder=name, role=role_, instruction=instruction))
-            if kept is None and role_ is Role.QUERY:
+            if kept is None and kept_embed(role_, texts):
                 self.searching.keep_query_vectors(name, texts, instruction, vectors)
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             if len(texts) <= 64:

@@ -255,6 +255,12 @@ class RecentVectors:
                 _, dropped = self._entries.popitem(last=False)
                 self._bytes -= dropped.nbytes + ENTRY_BYTES
 
+    def drop(self, which: Callable[[Hashable], bool]) -> None:
+        """Drop the vectors of every key ``which`` says."""
+        with self._lock:
+            for key in [key for key in self._entries if which(key)]:
+                self._bytes -= self._entries.pop(key).nbytes + ENTRY_BYTES
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

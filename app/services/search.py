@@ -28,6 +28,7 @@ import numbers
 import os
 import re
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -381,6 +382,17 @@ def reads_instruction(spec: str) -> bool:
 # How a search's or clustering's note begins where its instruction was read only at a weak
 # blend (``weak_instruction_note``).
 WEAK_INSTRUCTION_NOTE = "the instruction barely steers: "
+
+
+# The most texts of an embed whose query vectors are kept (``kept_embed``): a larger call is bulk
+# work (more than the encoder's batch), and would push out the vectors searches keep.
+KEPT_EMBED_MAX_TEXTS = 32
+
+
+def kept_embed(role: Role, texts: Sequence[str]) -> bool:
+    """Whether an embed of ``texts`` as ``role`` keeps and reuses query vectors: queries, at
+    most ``KEPT_EMBED_MAX_TEXTS`` of them (hashed on an async caller's event loop)."""
+    return role is Role.QUERY and 0 < len(texts) <= KEPT_EMBED_MAX_TEXTS
 
 
 def read_as_none(model: object, instruction: str | None) -> bool:
@@ -1419,9 +1431,14 @@ class SearchService:
         # again) encoded it again, about 185 ms with causal2vec on one CPU thread against a few
         # for the search itself.
         self.query_vectors = RecentVectors(int(ctx.settings.query_cache_mb * 2**20))
+        self._keeping = threading.local()  # ``keeping_nothing``'s depth in each thread
 
     def forget(self, collection: str | None = None) -> None:
-        """Drop what is known about ``collection`` (every collection when None)."""
+        """Drop what is known about ``collection`` (every collection when None), its reranker
+        vectors kept included (a collection deleted and indexed again on another device may
+        store vectors that differ by rounding)."""
+        self.query_vectors.drop(lambda key: isinstance(key, tuple) and len(key) > 3 and key[3] is not None
+                                and (collection is None or key[3] == collection))
         if collection is None:
             self._vectors.clear()
             self._identities.clear()
@@ -2857,14 +2874,14 @@ class SearchService:
 
     @contextlib.contextmanager
     def keeping_nothing(self) -> Iterator[None]:
-        """Within it, every search encodes what it reads and keeps none of it (what is kept
-        already stays for after): a measurement of searches' cost (``facet eval --collection``'s
-        ms/query) timed kept vectors where it repeated a query."""
-        kept, self.query_vectors = self.query_vectors, RecentVectors(0)
+        """Within it, every search of this thread encodes what it reads and keeps none of it
+        (what is kept stays for after, and for other threads): a measurement of searches' cost
+        (``facet eval --collection``'s ms/query) timed kept vectors where it repeated a query."""
+        self._keeping.off = getattr(self._keeping, "off", 0) + 1
         try:
             yield
         finally:
-            self.query_vectors = kept
+            self._keeping.off -= 1
 
     def _loaded_here(self, spec: str) -> Any:
         """The model ``spec`` loads where this process encodes with it and has loaded it, else None."""
@@ -2907,7 +2924,7 @@ class SearchService:
                      scope: str | None = None) -> list[Hashable] | None:
         """The ``query_vectors`` key of each of ``texts`` (``_kept_vectors``), None where
         ``spec`` is not loaded in this process."""
-        model = local_model_key(self.encoder, spec)
+        model = None if getattr(self._keeping, "off", 0) else local_model_key(self.encoder, spec)
         return None if model is None else [
             (*model, role.value, scope, texts_digest([instruction or "", text])) for text in texts]
 
@@ -2925,7 +2942,7 @@ class SearchService:
                            vectors: np.ndarray) -> None:
         """Keep ``vectors``, the query vectors of ``texts`` under ``instruction`` (``kept_query_vectors``)."""
         keys = self._vector_keys(spec, Role.QUERY, texts, instruction)
-        for key, vector in zip(keys or [], vectors, strict=False):
+        for key, vector in zip(keys or [], vectors if keys else [], strict=True):
             self.query_vectors.put(key, vector)
 
     def query_vectors_of(self, spec: str, texts: Sequence[str], instruction: str | None) -> np.ndarray:

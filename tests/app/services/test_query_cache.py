@@ -264,3 +264,66 @@ def test_embedded_queries_are_kept_as_a_searchs_are(facet) -> None:
     for _ in range(2):
         facet.embed(["lost my pin"], role="document")
     assert _encoded(facet) == indexed + 6
+
+
+def test_an_embed_keeps_few_queries_and_refuses_an_instruction_of_another_type(facet) -> None:
+    """More than KEPT_EMBED_MAX_TEXTS queries in one embed are bulk work: not kept (2,048 of
+    them pushed out what the searches kept). An instruction of another type was an
+    AttributeError from the key's digest, where a document embed refused it."""
+    from app.errors import InvalidRequestError
+    from app.services.search import KEPT_EMBED_MAX_TEXTS
+
+    many = [f"question number {i}" for i in range(KEPT_EMBED_MAX_TEXTS + 1)]
+    facet.embed(many, role="query")
+    assert len(facet.searching.query_vectors) == 0
+    facet.embed(many[:KEPT_EMBED_MAX_TEXTS], role="query")
+    assert len(facet.searching.query_vectors) == KEPT_EMBED_MAX_TEXTS
+    for role in ("query", "document"):
+        with pytest.raises(InvalidRequestError) as refused:
+            facet.embed(["a question"], role=role, instruction=5)  # type: ignore[arg-type]
+        assert refused.value.param == "instruction", refused.value
+
+
+def test_keeping_nothing_holds_in_its_own_thread_only(facet) -> None:
+    """It swapped the service's cache for an empty one: every other thread's searches kept
+    nothing meanwhile, and two overlapping ones left it empty for good."""
+    import threading
+
+    indexed = _encoded(facet)
+    inside, release = threading.Event(), threading.Event()
+
+    def measure() -> None:
+        with facet.searching.keeping_nothing():
+            with facet.searching.keeping_nothing():  # nested: still off
+                facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+            facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+            inside.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=measure)
+    thread.start()
+    assert inside.wait(30)
+    assert _encoded(facet) == indexed + 2 and len(facet.searching.query_vectors) == 0
+    for _ in range(2):  # this thread keeps its vector meanwhile
+        facet.search(SearchRequest("card arrived", "bank", mode="dense"))
+    release.set()
+    thread.join(30)
+    assert _encoded(facet) == indexed + 3
+    for _ in range(2):  # and so does the measuring one's query, once it is over
+        facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    assert _encoded(facet) == indexed + 4
+
+
+def test_forgetting_a_collection_drops_its_rerank_vectors_not_the_queries(facet, blended) -> None:
+    """Kept per collection, a reranker's chunks outlived the collection: one deleted and indexed
+    again on another device would have been reranked with the old ones."""
+    request = SearchRequest("lost my pin", "bank", "What does the customer want?", mode="dense",
+                            rerank="minilm[instruction_weight=1]", top_k=2, rerank_depth=2)
+    facet.search(request)
+    encoded = _encoded(facet)
+    facet.searching.forget("other")
+    facet.search(request)
+    assert blended == [2] and _encoded(facet) == encoded
+    facet.searching.forget("bank")
+    facet.search(request)
+    assert blended == [2, 2] and _encoded(facet) == encoded  # the queries were still kept
