@@ -70,6 +70,7 @@ from app.roots import root_holding
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
+    LIVE_STATES,
     CollectionInfo,
     CollectionService,
     DocumentList,
@@ -1403,13 +1404,13 @@ class Facet:
         job_id = plain_number(job_id)
         job = self.catalog.job(job_id, 0, collection)
         state = job.state
-        if state in ("queued", "running", "stalled") and self.indexing.cancel(job_id):
+        if state in LIVE_STATES and self.indexing.cancel(job_id):
             after = self.catalog.job(job_id, collection=collection)
             if state == "queued" and after.state == "cancelled":
                 self._take_back_uploads(after)
                 after = self.catalog.job(job_id, collection=collection)
             return after
-        if state in ("queued", "running", "stalled"):  # it ended since its state was read
+        if state in LIVE_STATES:  # it ended since its state was read
             state = self.catalog.job(job_id, 0, collection).state
         raise InvalidRequestError(f"job {job_id} is {state}; only a queued or running job "
                                   "can be cancelled")

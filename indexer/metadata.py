@@ -218,6 +218,11 @@ class Chunk(Base):
     document: Mapped[Document] = relationship(back_populates="chunks")
 
 
+# The states of a job (and of a job's chunk) that has not ended: it may still write. Each other
+# state is an end (distributed.TERMINAL_JOB_STATES; collections.LIVE_STATES adds ``stalled``).
+UNENDED_STATES = ("queued", "running")
+
+
 class IndexJob(Base):
     """One ``facet index`` run: state, counters, timings (seconds per stage).
 
@@ -763,7 +768,7 @@ def list_jobs(session: Session, collection_id: int | None = None, limit: int = 2
     if unfinished <= 0 or len(newest) < limit:
         return newest  # no older job exists
     older = (select(IndexJob).where(IndexJob.id < newest[-1].id,
-                                    IndexJob.state.in_(("queued", "running")))
+                                    IndexJob.state.in_(UNENDED_STATES))
              .order_by(IndexJob.id.desc()).limit(unfinished))
     if collection_id is not None:
         older = older.where(IndexJob.collection_id == collection_id)
@@ -787,7 +792,7 @@ def collections_with_worker_jobs(session: Session, names: Sequence[str]) -> list
     return list(session.scalars(
         select(Collection.name).join(IndexJob, IndexJob.collection_id == Collection.id).where(
             Collection.name.in_(list(names)), IndexJob.runner == "celery",
-            IndexJob.state.in_(("queued", "running"))).distinct()))
+            IndexJob.state.in_(UNENDED_STATES)).distinct()))
 
 
 def cancel_requested(session: Session, job_id: int) -> bool:

@@ -182,7 +182,7 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
 
     with service.sessions() as session:
         job = md.get_job(session, job_id)
-        if job is None or job.cancel_requested or job.state not in ("queued", "running"):
+        if job is None or job.cancel_requested or job.state not in md.UNENDED_STATES:
             return None
         if prepared is not None and (job.collection.name, job.source) != (prepared.collection,
                                                                            prepared.source):

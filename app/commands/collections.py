@@ -32,6 +32,7 @@ from app.services.collections import (
     DEFAULT_JOB_ERRORS,
     DOCUMENT_STATUSES,
     FOLDER_DATABASE,
+    LIVE_STATES,
     MAX_DOCUMENTS_LISTED,
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
@@ -377,7 +378,7 @@ def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> 
         return plural(info.points, "point")
     if jobs is not None and _unwritten(info):
         listed = list(jobs)
-        live = [j for j in listed if j.state in ("queued", "running", "stalled")]
+        live = [j for j in listed if j.state in LIVE_STATES]
         completed = any(j.state == "completed" for j in listed)
         if live and not completed:
             first = min(live, key=lambda j: j.id)

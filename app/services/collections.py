@@ -1368,10 +1368,6 @@ def job_timings(job: md.IndexJob) -> dict[str, float]:
     return timings
 
 
-# The states a job's row holds until the job ends (``unrecorded``).
-_UNENDED = ("queued", "running")
-
-
 def unrecorded(job: md.IndexJob) -> str | None:
     """The message of a job that failed in this process without its row saying so, or None.
 
@@ -1379,7 +1375,7 @@ def unrecorded(job: md.IndexJob) -> str | None:
     folder that became read-only under a running `facet serve`) could not record the failure
     either: the job showed `queued` for ever. The runner remembers it (``app.jobs``).
     """
-    if job.state not in _UNENDED:
+    if job.state not in md.UNENDED_STATES:
         return None
     from app.jobs import unrecorded_failure  # (app.jobs imports the services)
 
@@ -1458,7 +1454,7 @@ def record_unrecorded_ends(sessions: Callable[[], Session] | None = None) -> Non
         try:
             with end.sessions() as session:
                 J = md.IndexJob
-                session.execute(update(J).where(J.id == end.job_id, J.state.in_(_UNENDED)).values(
+                session.execute(update(J).where(J.id == end.job_id, J.state.in_(md.UNENDED_STATES)).values(
                     state=end.state, message=end.message, finished_at=end.finished_at))
                 leases.release(session, end.collection_id, end.job_id)  # (commits both)
             written = True

@@ -1038,7 +1038,7 @@ class ChunkedIndexService:
         """Fail a job whose planning kept meeting transient errors (its retries ran out)."""
         with self.sessions() as session:
             job = md.get_job(session, job_id)
-            if job is not None and job.state in ("queued", "running"):
+            if job is not None and job.state in md.UNENDED_STATES:
                 self.index.fail_held(session, job, message)
 
     def _plan(self, session: Session, coll: md.Collection, job: md.IndexJob,
@@ -1537,7 +1537,7 @@ class ChunkedIndexService:
         """Complete the job if no chunk is left; True if this call completed it."""
         C = md.JobChunk
         left = session.scalar(select(func.count()).select_from(C).where(
-            C.job_id == job_id, C.state.in_(("queued", "running"))))
+            C.job_id == job_id, C.state.in_(md.UNENDED_STATES)))
         if left:
             return False
         job = md.get_job(session, job_id)

@@ -2123,7 +2123,7 @@ class IndexService:
             with self.sessions() as session:
                 session.rollback()
                 job = md.get_job(session, job_id)
-                if job is None or job.state not in ("queued", "running") or \
+                if job is None or job.state not in md.UNENDED_STATES or \
                         job.started_at is not None:
                     return
                 job.state, job.finished_at = "interrupted", md.utcnow()
@@ -2741,7 +2741,7 @@ class IndexService:
         the caller refuses it, where a 200 answered a cancel that changed nothing)."""
         J = md.IndexJob
         with self.sessions() as session:
-            asked = session.execute(update(J).where(J.id == job_id, J.state.in_(("queued", "running")))
+            asked = session.execute(update(J).where(J.id == job_id, J.state.in_(md.UNENDED_STATES))
                                     .values(cancel_requested=True))
             unstarted = session.execute(update(J).where(J.id == job_id, J.state == "queued").values(
                 state="cancelled", finished_at=md.utcnow(), message=QUEUED_CANCELLED))
@@ -2766,7 +2766,7 @@ class IndexService:
         """Set an ended job's message (what its cancel did besides: ``Facet.cancel_job``)."""
         with self.sessions() as session:
             job = md.get_job(session, job_id)
-            if job is not None and job.state not in ("queued", "running"):
+            if job is not None and job.state not in md.UNENDED_STATES:
                 job.message = message
                 session.commit()
 
@@ -2788,7 +2788,7 @@ class IndexService:
             _ACTIVE_JOBS.discard(job_id)
         with self.sessions() as session:
             job = md.get_job(session, job_id)
-            if job is None or job.state not in ("queued", "running"):
+            if job is None or job.state not in md.UNENDED_STATES:
                 return
             again = resume_command(job)
             job.state, job.finished_at = "failed", md.utcnow()
@@ -2821,7 +2821,7 @@ class IndexService:
             _ACTIVE_JOBS.discard(job_id)
         with self.sessions() as session:
             job = md.get_job(session, job_id)
-            if job is not None and job.state in ("queued", "running"):
+            if job is not None and job.state in md.UNENDED_STATES:
                 job.state, job.message, job.finished_at = "failed", message, md.utcnow()
                 session.commit()
 
@@ -2976,7 +2976,7 @@ class IndexService:
             return False
         with self.sessions() as session:
             job = md.get_job(session, job_id)
-            return job is None or job.state not in ("queued", "running")
+            return job is None or job.state not in md.UNENDED_STATES
 
     @staticmethod
     def _busy_here(collection: str) -> ConflictError:
@@ -3573,7 +3573,7 @@ class IndexService:
                     D, D.id == V.document_id).where(D.collection_id == coll.id, V.embedder == name))
                 others = session.scalar(select(func.count()).select_from(J).where(
                     J.collection_id == coll.id, J.id != (job_id if job_id is not None else -1),
-                    J.embedder == name, J.state.in_(("queued", "running"))))
+                    J.embedder == name, J.state.in_(md.UNENDED_STATES)))
                 if written or others:
                     return
                 coll.embedders.remove(row)
@@ -3863,7 +3863,7 @@ class IndexService:
             raise ConflictError(job.message)
         with _REGISTRY_LOCK:
             active = set(_ACTIVE_JOBS)
-        for old in md.running_jobs(session, coll.id, states=("queued", "running")):
+        for old in md.running_jobs(session, coll.id, states=md.UNENDED_STATES):
             if old.id == job.id:
                 continue
             if old.state == "queued" and (old.runner == "celery" or old.id in active or (

@@ -232,7 +232,7 @@ def settled_holder(sessions: Any, collection_id: int, wait_s: float = ENDING_WAI
             if found is None:
                 return None
             job = session.get(md.IndexJob, found.job_id, populate_existing=True)
-            ending = job is not None and job.state not in ("queued", "running")
+            ending = job is not None and job.state not in md.UNENDED_STATES
         if not ending or time.monotonic() >= deadline:
             return found
         time.sleep(0.05)

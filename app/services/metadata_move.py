@@ -229,7 +229,7 @@ def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
             found.append(_server_text(server))
     writing: set[int] = set()
     named: set[str] = set()  # collections already named (their writer holds them open)
-    jobs = session.scalars(select(md.IndexJob).where(md.IndexJob.state.in_(("queued", "running")))
+    jobs = session.scalars(select(md.IndexJob).where(md.IndexJob.state.in_(md.UNENDED_STATES))
                            .order_by(md.IndexJob.id)).all()
     for job in jobs:
         state, _ = effective_state(job)

@@ -1532,7 +1532,7 @@ class SearchService:
                     why = "no job has written to it (index into it, or delete it)"
                 else:
                     job, state = latest[0], effective_state(latest[0])[0]
-                    if state in ("queued", "running"):  # (a killed writer's row: its lease tells)
+                    if state in md.UNENDED_STATES:  # (a killed writer's row: its lease tells)
                         raise _NothingWrittenYet(
                             f"collection {collection!r} is being indexed (job {job.id}"
                             f"{', queued' if state == 'queued' else ''}): nothing searchable "
