@@ -1587,6 +1587,9 @@ class Facet:
             "loaded": self.embedder_cache.loaded(),
             "encoder": type(self.encoder).__name__,
             "encoder_stats": vars(stats) if stats is not None else None,
+            # The vectors searches and embeds keep (FACET_QUERY_CACHE_MB): its hits say whether
+            # the bound suits the load.
+            "kept_vectors": self.searching.query_vectors.stats(),
             "limits": {"max_texts_per_call": self.settings.max_texts_per_call,
                        "max_cluster_texts": self.settings.max_cluster_texts,
                        "max_pending_texts": self.settings.max_pending_texts},

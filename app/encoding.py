@@ -231,15 +231,27 @@ class RecentVectors:
         self._entries: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self.hits = self.misses = 0  # ``get``s that found vectors, and those that did not
 
     def get(self, key: Hashable) -> np.ndarray | None:
         """A copy of the vectors kept under ``key`` (the caller's to change), or None."""
         with self._lock:
             vectors = self._entries.get(key)
             if vectors is None:
+                self.misses += 1
                 return None
+            self.hits += 1
             self._entries.move_to_end(key)
         return vectors.copy()
+
+    def stats(self) -> dict[str, float | int]:
+        """What is kept (``entries``; ``mb``, keys counted as ``ENTRY_BYTES``), the bound
+        (``limit_mb``), and the ``hits`` and ``misses`` of ``get`` so far: whether the bound
+        suits the load (``GET /info``)."""
+        with self._lock:
+            return {"entries": len(self._entries), "mb": round(self._bytes / 2**20, 3),
+                    "limit_mb": round(self.max_bytes / 2**20, 3), "hits": self.hits,
+                    "misses": self.misses}
 
     def put(self, key: Hashable, vectors: np.ndarray) -> None:
         """Keep a copy of ``vectors`` under ``key``, dropping the least recently used beyond

@@ -311,6 +311,7 @@ def test_health_info_and_models(client) -> None:
     info = client.get("/info").json()
     assert info["encoder"] == "BatchingQueryEncoder" and "minilm" in info["loaded"]
     assert info["encoder_stats"]["texts"] > 0
+    assert set(info["kept_vectors"]) == {"entries", "mb", "limit_mb", "hits", "misses"}
     assert "minilm" in [m["id"] for m in client.get("/v1/models").json()["data"]]
 
 

@@ -327,3 +327,14 @@ def test_forgetting_a_collection_drops_its_rerank_vectors_not_the_queries(facet,
     facet.searching.forget("bank")
     facet.search(request)
     assert blended == [2, 2] and _encoded(facet) == encoded  # the queries were still kept
+
+
+def test_info_says_what_is_kept_and_how_often_it_is_found(facet) -> None:
+    """``GET /info``'s ``kept_vectors``: whether FACET_QUERY_CACHE_MB suits the load."""
+    before = facet.info()["kept_vectors"]
+    assert before == {"entries": 0, "mb": 0.0, "limit_mb": 16.0, "hits": 0, "misses": 0}
+    for _ in range(3):
+        facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
+    kept = facet.info()["kept_vectors"]
+    assert (kept["entries"], kept["hits"], kept["misses"]) == (1, 2, 1)
+    assert kept["mb"] == round((384 * 4 + 512) / 2**20, 3)
