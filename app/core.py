@@ -718,7 +718,8 @@ class Facet:
 
         Raises:
             InvalidRequestError: texts not a list of strings, an empty (or blank) text, a
-                role that is not exactly "query" or "document" (``param`` ``role``), a
+                role that is not exactly "query" or "document" (``param`` ``role``), an
+                instruction that is not a str or None (``param`` ``instruction``), a
                 ``dimensions`` other than the embedder's (``param`` ``dimensions``).
             TooLargeError: more than ``FACET_MAX_TEXTS_PER_CALL`` texts.
             UnknownModelError: unknown embedder.

@@ -244,6 +244,19 @@ class RecentVectors:
             self._entries.move_to_end(key)
         return vectors.copy()
 
+    def get_all(self, keys: Sequence[Hashable]) -> list[np.ndarray] | None:
+        """Copies of the vectors of every one of ``keys``, or None where any is not kept: hits
+        counted only for a whole set found (a set not found whole is encoded whole)."""
+        with self._lock:
+            found = [self._entries.get(key) for key in keys]
+            if any(vectors is None for vectors in found):
+                self.misses += len(keys)
+                return None
+            for key in keys:
+                self._entries.move_to_end(key)
+            self.hits += len(keys)
+        return [vectors.copy() for vectors in found if vectors is not None]
+
     def stats(self) -> dict[str, float | int]:
         """What is kept (``entries``; ``mb``, keys counted as ``ENTRY_BYTES``), the bound
         (``limit_mb``), and the ``hits`` and ``misses`` of ``get`` so far: whether the bound

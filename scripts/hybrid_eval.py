@@ -132,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                            "served_fusion": asdict(HYBRID_FUSION)}
     with tempfile.TemporaryDirectory(prefix="facet-hybrid-") as tmp:
         index_dir = args.data_dir or Path(tmp)  # a second run indexes nothing: the documents are unchanged
-        ctx = ServiceContext(FacetSettings(data_dir=index_dir, chunk_tokens=100_000, chunk_overlap=0),
+        # query_cache_mb=0: each row's ms_per_query encodes its queries (kept from the first
+        # row, the others timed the kept vectors).
+        ctx = ServiceContext(FacetSettings(data_dir=index_dir, chunk_tokens=100_000, chunk_overlap=0,
+                                           query_cache_mb=0),
                              embedders=EmbedderCache())
         corpus = folder / "corpus.jsonl"
         if args.docs is not None:  # index exactly the subset's records

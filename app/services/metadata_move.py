@@ -219,7 +219,7 @@ def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
     the move landed in the renamed facet.db) and collections another process holds open;
     each named."""
     from app.services import leases
-    from app.services.collections import effective_state
+    from app.services.collections import LIVE_STATES, effective_state
     from app.services.context import folder_server
 
     found: list[str] = []
@@ -233,7 +233,7 @@ def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
                            .order_by(md.IndexJob.id)).all()
     for job in jobs:
         state, _ = effective_state(job)
-        if state in ("queued", "running", "stalled"):
+        if state in LIVE_STATES:
             found.append(f"job {job.id} ({state}, collection {job.collection.name})")
             writing.add(job.id)
             named.add(job.collection.name)

@@ -1428,8 +1428,8 @@ class SearchService:
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
         # Recent queries' vectors, and the chunks a reranker read (``_kept_vectors``): the same
         # query searched again (another page, filter or top_k in the UI, a RAG pipeline asking
-        # again) encoded it again, about 185 ms with causal2vec on one CPU thread against a few
-        # for the search itself.
+        # again) encoded it again, 150 of 155 ms with causal2vec on one CPU thread (`facet bench
+        # --parts search`: docs/indexing.md).
         self.query_vectors = RecentVectors(int(ctx.settings.query_cache_mb * 2**20))
         self._keeping = threading.local()  # ``keeping_nothing``'s depth in each thread
 
@@ -2924,7 +2924,9 @@ class SearchService:
                      scope: str | None = None) -> list[Hashable] | None:
         """The ``query_vectors`` key of each of ``texts`` (``_kept_vectors``), None where
         ``spec`` is not loaded in this process."""
-        model = None if getattr(self._keeping, "off", 0) else local_model_key(self.encoder, spec)
+        # (Kept nothing: neither looked up nor counted, FACET_QUERY_CACHE_MB=0 or keeping_nothing.)
+        off = self.query_vectors.max_bytes <= 0 or getattr(self._keeping, "off", 0) > 0
+        model = None if off else local_model_key(self.encoder, spec)
         return None if model is None else [
             (*model, role.value, scope, texts_digest([instruction or "", text])) for text in texts]
 
@@ -2934,9 +2936,8 @@ class SearchService:
         (``_kept_vectors``), else None: an async caller (``Facet.aembed``) encodes without
         holding a thread, so it asks first and keeps what it encodes (``keep_query_vectors``)."""
         keys = self._vector_keys(spec, Role.QUERY, texts, instruction) if texts else None
-        rows = [] if keys is None else [self.query_vectors.get(key) for key in keys]
-        return None if not rows or any(row is None for row in rows) else np.stack(
-            [row for row in rows if row is not None])
+        rows = None if keys is None else self.query_vectors.get_all(keys)
+        return None if rows is None else np.stack(rows)
 
     def keep_query_vectors(self, spec: str, texts: Sequence[str], instruction: str | None,
                            vectors: np.ndarray) -> None:

@@ -1,6 +1,6 @@
 """A search keeps its query's vector (``SearchService.query_vectors``): the same query searched
 again (another page, filter or top_k in the UI, a RAG pipeline asking again) was encoded again,
-about 185 ms with causal2vec on one CPU thread against a few for the search itself. Real minilm
+150 of a 155 ms search with causal2vec on one CPU thread (`facet bench --parts search`). Real minilm
 through the serving facade, whose model thread counts what it encodes."""
 
 from __future__ import annotations
@@ -160,6 +160,7 @@ def test_none_kept_at_zero_megabytes(minilm, tmp_path: Path) -> None:
         for _ in range(3):
             facet.search(SearchRequest("lost my pin", "bank", mode="dense"))
         assert _encoded(facet) == indexed + 3 and len(facet.searching.query_vectors) == 0
+        assert facet.info()["kept_vectors"]["misses"] == 0  # nothing looked up at 0 MB
     finally:
         facet.close()
 
@@ -338,3 +339,11 @@ def test_info_says_what_is_kept_and_how_often_it_is_found(facet) -> None:
     kept = facet.info()["kept_vectors"]
     assert (kept["entries"], kept["hits"], kept["misses"]) == (1, 2, 1)
     assert kept["mb"] == round((384 * 4 + 512) / 2**20, 3)
+    # An async embed reuses a call kept whole: one found in part is encoded whole, no hit said.
+    import asyncio
+
+    asyncio.run(facet.aembed(["lost my pin", "something new"], role="query"))
+    kept = facet.info()["kept_vectors"]
+    assert (kept["entries"], kept["hits"], kept["misses"]) == (2, 2, 3)
+    asyncio.run(facet.aembed(["lost my pin", "something new"], role="query"))
+    assert facet.info()["kept_vectors"]["hits"] == 4
