@@ -301,17 +301,20 @@ def texts_digest(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def local_model_key(encoder: object, spec: str) -> tuple[str, str] | None:
-    """``(spec, identity)`` of the model ``encoder`` encodes ``spec`` with in this process, the
-    part of a ``RecentVectors`` key that says which model made the vectors (its identity changes
-    whenever its vectors would: a checkpoint retrained at the same path is another); None where
-    it is not loaded here (not yet, or encoded by workers, whose copy this process cannot
-    check): nothing is kept or reused then."""
+def loaded_model(encoder: object, spec: str) -> Embedder | None:
+    """The model ``encoder`` encodes ``spec`` with in this process, where it has loaded it; None
+    where it has not (not yet, or encoded by workers, whose copy this process cannot see)."""
     embedders = getattr(encoder, "embedders", None)
-    if not isinstance(embedders, EmbedderCache):
-        return None
-    model = embedders.peek(spec)
-    return None if model is None else (spec, embedders.identity(model))
+    return embedders.peek(spec) if isinstance(embedders, EmbedderCache) else None
+
+
+def local_model_key(encoder: object, spec: str) -> tuple[str, str] | None:
+    """``(spec, identity)`` of ``loaded_model``, the part of a ``RecentVectors`` key that says
+    which model made the vectors (its identity changes whenever its vectors would: a checkpoint
+    retrained at the same path is another); None where it is not loaded here: nothing is kept
+    or reused then."""
+    model = loaded_model(encoder, spec)
+    return None if model is None else (spec, encoder.embedders.identity(model))  # type: ignore[attr-defined]
 
 
 @runtime_checkable

@@ -55,6 +55,7 @@ from app.encoding import (
     InlineQueryEncoder,
     RecentVectors,
     check_explainer,
+    loaded_model,
     local_model_key,
     longest_first,
     max_length_spec,
@@ -1269,7 +1270,7 @@ class ClusterService:
             unread_instruction = (f"the instruction was not read: {spec} reads no instruction, so "
                                   "the texts are grouped as they read bare")
             note = f"{note}; {unread_instruction}" if note else unread_instruction
-        elif not read_as_none(self.search_service._loaded_here(spec), instruction) and \
+        elif not read_as_none(loaded_model(self.ctx.encoder, spec), instruction) and \
                 (weak := weak_instruction_note([spec])):
             # minilm's 0.25 blend: emotion val grouped by emotion at V 9-11 against InstEmb's 22-23
             note = f"{note}; {weak}" if note else weak

@@ -44,6 +44,7 @@ from app.encoding import (
     QueryEncoder,
     RecentVectors,
     instruction_refusal,
+    loaded_model,
     local_model_key,
     texts_digest,
 )
@@ -2089,7 +2090,7 @@ class SearchService:
             elif weak := weak_instruction_note([
                     spec for spec in ([request.rerank] if reranker_name is not None and request.rerank
                                       and reads_instruction(request.rerank) else readers)
-                    if not read_as_none(self._loaded_here(spec), instruction)]):
+                    if not read_as_none(loaded_model(self.encoder, spec), instruction)]):
                 note = f"{note}; {weak}" if note else weak
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
@@ -2882,11 +2883,6 @@ class SearchService:
             yield
         finally:
             self._keeping.off -= 1
-
-    def _loaded_here(self, spec: str) -> Any:
-        """The model ``spec`` loads where this process encodes with it and has loaded it, else None."""
-        return (self.ctx.embedders.peek(spec)
-                if getattr(self.encoder, "embedders", None) is self.ctx.embedders else None)
 
     def _query_vector(self, spec: str, query: str, instruction: str | None) -> np.ndarray:
         """``query``'s vector under ``instruction`` from ``spec`` (``_kept_vectors``)."""
