@@ -758,8 +758,8 @@ class Facet:
                     self.embedder_cache.get, name)
             _check_dimensions(model, dimensions)
             # Reused only where every one is kept: the others are encoded without holding a thread.
-            kept = (self.searching.kept_query_vectors(name, texts, instruction)
-                    if kept_embed(role_, texts) else None)
+            keeps = kept_embed(role_, texts)
+            kept = self.searching.kept_query_vectors(name, texts, instruction) if keeps else None
             if kept is not None:  # every one kept from a search or embed before: as ``embed``
                 vectors = kept
             elif isinstance(self.encoder, InlineQueryEncoder):
@@ -768,7 +768,7 @@ class Facet:
             else:
                 vectors = await asyncio.wrap_future(self.encoder.submit(
                     texts, embedder=name, role=role_, instruction=instruction))
-            if kept is None and kept_embed(role_, texts):
+            if kept is None and keeps:
                 self.searching.keep_query_vectors(name, texts, instruction, vectors)
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             if len(texts) <= 64:
